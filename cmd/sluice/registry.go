@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/registry"
+)
+
+func init() { register(newRegistryCmd) }
+
+// registryDir is the --registry flag, shared by every command that reads
+// the registry.
+var registryDir string
+
+func addRegistryFlag(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&registryDir, "registry", os.Getenv("SLUICE_REGISTRY"),
+		"registry directory holding providers.yaml and datasets/ (env SLUICE_REGISTRY; default: the registry built into the binary)")
+}
+
+// loadRegistry loads the registry named by --registry, or the embedded
+// default. The returned registry is nil whenever err is not.
+func loadRegistry() (*registry.Registry, error) {
+	reg, err := loadRegistryForReport()
+	if err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// loadRegistryForReport is loadRegistry, but also returns the partial
+// registry beside a validation error so that a report can show it.
+func loadRegistryForReport() (*registry.Registry, error) {
+	if registryDir == "" {
+		return registry.Default(registry.Options{})
+	}
+	return registry.LoadDir(registryDir, registry.Options{})
+}
+
+func newRegistryCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Inspect and validate the provider and dataset registry",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "validate",
+		Short: "Load the registry, run the budget gate and print the budget table",
+		Long: `Loads providers.yaml and datasets/*.yaml, checks every field, and runs the
+budget gate: for every scope instance, the daily probes (× headroom) plus the
+scheduled ingest calls must fit every declared limit. Prints one row per
+scope instance and everything that needs checking (확인 필요); exits 1 on any
+violation, listing every one with its file, line and YAML path.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg, err := loadRegistryForReport()
+			out := cmd.OutOrStdout()
+			if reg != nil {
+				if werr := registry.WriteReport(out, reg); werr != nil {
+					return werr
+				}
+			}
+			var problems registry.Errors
+			if errors.As(err, &problems) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "\n%d problem(s):\n", len(problems))
+				for _, p := range problems {
+					fmt.Fprintln(cmd.ErrOrStderr(), p)
+				}
+				return exitError{code: 1}
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\nregistry OK: %d providers, %d datasets, %d scope instances\n",
+				len(reg.Providers), len(reg.Datasets), len(reg.Scopes))
+			return nil
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,124 @@
+package registry
+
+import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Dataset is one endpoint Sluice ingests and probes: which provider serves
+// it, which scope instance its calls count against, what to request and how
+// often.
+type Dataset struct {
+	ID       string
+	Name     string // display name, may be Korean
+	Provider string
+	// ScopeKey names the instance of a per-service scope the dataset
+	// belongs to (the data.go.kr service id); several datasets may share it.
+	ScopeKey string
+	Request  Request
+	Probe    *Probe  // nil: never probed
+	Ingest   *Ingest // nil: never ingested on a schedule
+	// TermsOverride is what the dataset file declares; Terms is the
+	// provider's terms with the override applied.
+	TermsOverride Terms
+	Terms         Terms
+	Pos           Pos
+}
+
+// Probe says how often a dataset is probed.
+type Probe struct {
+	IntervalMinutes int
+	Pos             Pos
+}
+
+// PerDay is ⌈1440 / interval⌉, the probes a day before headroom.
+func (p *Probe) PerDay() int {
+	if p == nil || p.IntervalMinutes <= 0 {
+		return 0
+	}
+	return (1440 + p.IntervalMinutes - 1) / p.IntervalMinutes
+}
+
+// Ingest is the scheduled ingest of a dataset.
+type Ingest struct {
+	Schedule    string // standard 5-field cron or a descriptor (@daily), in the provider's timezone
+	CallsPerRun int    // calls one run makes; 1 unless declared
+	// RunsPerDay is the most runs the schedule fires on any one day.
+	RunsPerDay int
+	Cron       cron.Schedule
+	Pos        Pos
+}
+
+// CallsPerDay is the most calls the schedule makes on any one day.
+func (i *Ingest) CallsPerDay() int {
+	if i == nil {
+		return 0
+	}
+	return i.RunsPerDay * i.CallsPerRun
+}
+
+// Request is what a connector needs to build the dataset's call. Which
+// fields apply depends on the provider's connector; loading rejects a field
+// the connector does not use and a missing one it needs.
+type Request struct {
+	Method   string   // GET (default) or POST
+	Path     string   // path under the provider's base URL (kis, datago)
+	TrID     string   // KIS transaction id header
+	Params   []Param  // query parameters in order; values may hold {from} and {to} placeholders
+	StatCode string   // ECOS statistic code, e.g. 722Y001
+	Cycle    string   // ECOS cycle: A, S, Q, M, SM, D
+	Items    []string // ECOS item codes, at most four
+	SeriesID string   // FRED series id
+	Market   string   // UPBIT market, e.g. KRW-BTC
+	Format   string   // json (default) or xml: the format asked of the provider
+	PageSize int      // rows per call where the provider pages (ECOS, data.go.kr); 0 = connector default
+
+	fields  map[string]bool // the fields the file declared
+	reqPos  Pos
+	present bool
+}
+
+// Param is one query parameter.
+type Param struct {
+	Name  string
+	Value string
+}
+
+// Param returns the value of the named parameter and whether it is set.
+func (r Request) Param(name string) (string, bool) {
+	for _, p := range r.Params {
+		if p.Name == name {
+			return p.Value, true
+		}
+	}
+	return "", false
+}
+
+// ExpandParams returns the request's parameters with {from} and {to}
+// placeholders filled in for the given civil dates (see Expand).
+func (r Request) ExpandParams(from, to time.Time) []Param {
+	out := make([]Param, len(r.Params))
+	for i, p := range r.Params {
+		v, err := Expand(p.Value, from, to)
+		if err != nil {
+			// Loading validated every placeholder; an error here means the
+			// Request was built by hand. Keep the raw value.
+			v = p.Value
+		}
+		out[i] = Param{Name: p.Name, Value: v}
+	}
+	return out
+}
+
+// connectorFields lists, per connector, which request fields it requires
+// and which it accepts. Connectors not listed accept any field.
+var connectorFields = map[string]struct{ required, allowed []string }{
+	"kis":    {required: []string{"path", "tr_id"}, allowed: []string{"method", "path", "tr_id", "params", "format"}},
+	"ecos":   {required: []string{"stat_code", "cycle"}, allowed: []string{"stat_code", "cycle", "items", "format", "page_size"}},
+	"fred":   {required: []string{"series_id"}, allowed: []string{"series_id", "params", "format"}},
+	"upbit":  {required: []string{"market"}, allowed: []string{"path", "market", "params"}},
+	"datago": {required: []string{"path"}, allowed: []string{"method", "path", "params", "format", "page_size"}},
+}
+
+var ecosCycles = []string{"A", "S", "Q", "M", "SM", "D"}

@@ -1,0 +1,104 @@
+package registry
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Finding kinds: what a person should check (확인 필요). Findings never fail
+// loading.
+const (
+	FindingUnknown   = "unknown"   // a limit declared unknown; the conservative default applies
+	FindingUnsourced = "unsourced" // a number with no source
+	FindingStale     = "stale"     // a source verified longer ago than defaults.stale_after_days
+	FindingNoTerms   = "no-terms"  // no terms_source, or terms declared unknown
+	FindingTimezone  = "timezone"  // no timezone declared; UTC assumed
+)
+
+// Finding is one item that needs checking by a person.
+type Finding struct {
+	Kind    string
+	Subject string // provider id, scope instance id or dataset id
+	Msg     string
+	Pos     Pos
+}
+
+// String formats the finding as file:line: [kind] subject: message.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: [%s] %s: %s", f.Pos, f.Kind, f.Subject, f.Msg)
+}
+
+func (l *loader) collectFindings() {
+	add := func(kind, subject string, pos Pos, format string, args ...any) {
+		l.reg.Findings = append(l.reg.Findings, Finding{Kind: kind, Subject: subject, Msg: fmt.Sprintf(format, args...), Pos: pos})
+	}
+	staleBefore := l.now.Add(-time.Duration(l.reg.Defaults.StaleAfterDays) * 24 * time.Hour)
+	stale := func(subject string, src *Source) {
+		if src != nil && !src.VerifiedAt.IsZero() && src.VerifiedAt.Before(staleBefore) {
+			days := int(l.now.Sub(src.VerifiedAt).Hours() / 24)
+			add(FindingStale, subject, src.Pos, "verified_at %s is %d days old (stale after %d days): re-read %s",
+				src.VerifiedAt.Format("2006-01-02"), days, l.reg.Defaults.StaleAfterDays, src.URL)
+		}
+	}
+	for _, pr := range l.reg.Providers {
+		if pr.TimezoneDefaulted {
+			add(FindingTimezone, pr.ID, pr.Pos, "no timezone declared: daily quotas are assumed to reset at 00:00 UTC")
+		}
+		if pr.TermsSource == nil {
+			add(FindingNoTerms, pr.ID, pr.Pos, "no terms_source: where were the terms of use read?")
+		}
+		stale(pr.ID+" terms", pr.TermsSource)
+		termsUnknown(pr.ID, pr.Terms, pr.Pos, add)
+		for _, rl := range pr.RateLimits {
+			subject := pr.ID + "/" + rl.Scope
+			if rl.AllUnknown {
+				add(FindingUnknown, subject, rl.Pos, "rate limits unknown: defaults.unknown_limits apply in full")
+				continue
+			}
+			for _, w := range rl.Windows {
+				if w.Unknown {
+					if dw, ok := l.reg.Defaults.UnknownLimits.Window(w.Length); ok {
+						add(FindingUnknown, subject, w.Pos, "%s unknown: the conservative default %d applies", w.Field, dw.Count)
+					}
+				}
+			}
+			if rl.MinIntervalUnknown {
+				add(FindingUnknown, subject, rl.MinIntervalPos, "min_interval_seconds unknown: the default %s s applies", fmtSeconds(l.reg.Defaults.UnknownLimits.MinInterval))
+			}
+			if rl.Source == nil {
+				add(FindingUnsourced, subject, rl.Pos, "limit declared without a source: add source {url, verified_at}")
+			}
+			stale(subject, rl.Source)
+		}
+	}
+	for _, ds := range l.reg.Datasets {
+		termsUnknown(ds.ID, ds.TermsOverride, ds.Pos, add)
+	}
+	sort.SliceStable(l.reg.Findings, func(i, j int) bool {
+		a, b := l.reg.Findings[i].Pos, l.reg.Findings[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Line < b.Line
+	})
+}
+
+func termsUnknown(subject string, t Terms, pos Pos, add func(kind, subject string, pos Pos, format string, args ...any)) {
+	var fields []string
+	if t.CommercialUse == TriUnknown {
+		fields = append(fields, "commercial_use")
+	}
+	if t.AttributionRequired == TriUnknown {
+		fields = append(fields, "attribution_required")
+	}
+	if t.Redistribution == "unknown" {
+		fields = append(fields, "redistribution")
+	}
+	if t.ModificationAllowed == TriUnknown {
+		fields = append(fields, "modification_allowed")
+	}
+	for _, f := range fields {
+		add(FindingNoTerms, subject, pos, "terms.%s unknown", f)
+	}
+}
