@@ -19,8 +19,8 @@ package registry
 import (
 	"embed"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
