@@ -16,15 +16,23 @@ type Dataset struct {
 	// ScopeKey names the instance of a per-service scope the dataset
 	// belongs to (the data.go.kr service id); several datasets may share it.
 	ScopeKey string
-	Request  Request
-	Probe    *Probe  // nil: never probed
-	Ingest   *Ingest // nil: never ingested on a schedule
+	// ScopeKeyDefaulted is true when a dataset of a per-service provider
+	// names no scope_key: it is counted in the shared UnassignedScopeKey
+	// budget, the conservative choice, and reported as needing checking.
+	ScopeKeyDefaulted bool
+	Request           Request
+	Probe             *Probe  // nil: never probed
+	Ingest            *Ingest // nil: never ingested on a schedule
 	// TermsOverride is what the dataset file declares; Terms is the
 	// provider's terms with the override applied.
 	TermsOverride Terms
 	Terms         Terms
 	Pos           Pos
 }
+
+// UnassignedScopeKey is the scope key of the datasets of a per-service
+// provider that name no scope_key: they all share one budget.
+const UnassignedScopeKey = "unassigned"
 
 // Probe says how often a dataset is probed.
 type Probe struct {
@@ -84,6 +92,9 @@ type Param struct {
 	Name  string
 	Value string
 }
+
+// Declared reports whether the dataset file declared a request block.
+func (r Request) Declared() bool { return r.present }
 
 // Param returns the value of the named parameter and whether it is set.
 func (r Request) Param(name string) (string, bool) {

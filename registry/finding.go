@@ -73,6 +73,13 @@ func (l *loader) collectFindings() {
 		}
 	}
 	for _, ds := range l.reg.Datasets {
+		if !ds.Request.present {
+			add(FindingUnknown, ds.ID, ds.Pos, "no request declared: the dataset can be neither probed nor ingested")
+		}
+		if ds.ScopeKeyDefaulted {
+			add(FindingUnknown, ds.ID, ds.Pos, "no scope_key: counted in the shared budget %s/%s/%s with every other dataset that names none; name its service (활용신청)",
+				ds.Provider, ScopeService, UnassignedScopeKey)
+		}
 		termsUnknown(ds.ID, ds.TermsOverride, ds.Pos, add)
 	}
 	sort.SliceStable(l.reg.Findings, func(i, j int) bool {

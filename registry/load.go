@@ -81,9 +81,12 @@ func (l *loader) loadProviders() {
 		l.errs = append(l.errs, Problem{File: file, Msg: fmt.Sprintf("reading providers: %v", err)})
 		return
 	}
+	before := len(l.errs)
 	docs := parseYAML(data, file, &l.errs)
 	if len(docs) == 0 {
-		l.errs = append(l.errs, Problem{File: file, Msg: "no providers declared"})
+		if len(l.errs) == before {
+			l.errs = append(l.errs, Problem{File: file, Msg: "no providers declared"})
+		}
 		return
 	}
 	if len(docs) > 1 {
@@ -604,7 +607,9 @@ func (l *loader) crossCheck() {
 		}
 		ds.Terms = pr.Terms.Merge(ds.TermsOverride)
 		if pr.ServiceScoped() && ds.ScopeKey == "" {
-			d.errorf(&yaml.Node{Line: ds.Pos.Line}, ds.Pos.Path, "dataset %q needs scope_key: provider %s limits calls per service (scope service), so name the service (활용신청) it belongs to", ds.ID, pr.ID)
+			// Conservative: every dataset that does not name its service
+			// shares one budget, reported as needing checking.
+			ds.ScopeKey, ds.ScopeKeyDefaulted = UnassignedScopeKey, true
 		}
 		if !pr.ServiceScoped() && ds.ScopeKey != "" {
 			d.errorf(&yaml.Node{Line: ds.Pos.Line}, join(ds.Pos.Path, "scope_key"), "scope_key %q given, but provider %s declares no scope service limit", ds.ScopeKey, pr.ID)
@@ -614,19 +619,26 @@ func (l *loader) crossCheck() {
 }
 
 func (l *loader) checkRequest(ds *Dataset, pr *Provider) {
+	r := ds.Request
+	if !r.present {
+		// A dataset may be registered for its terms alone (ADR 0007's
+		// example); it cannot then be probed or ingested.
+		for _, what := range []struct {
+			set bool
+			pos Pos
+		}{{ds.Probe != nil, posOf(ds.Probe)}, {ds.Ingest != nil, posOfIngest(ds.Ingest)}} {
+			if what.set {
+				l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: what.pos.Line, Path: what.pos.Path,
+					Msg: fmt.Sprintf("dataset %q is probed or ingested but declares no request: add request with what the %s connector needs", ds.ID, pr.Connector)})
+			}
+		}
+		return
+	}
 	spec, known := connectorFields[pr.Connector]
 	if !known {
 		return
 	}
-	r := ds.Request
-	path := r.reqPos.Path
-	if !r.present {
-		path = join(ds.Pos.Path, "request")
-	}
-	line := r.reqPos.Line
-	if line == 0 {
-		line = ds.Pos.Line
-	}
+	path, line := r.reqPos.Path, r.reqPos.Line
 	allowed := map[string]bool{}
 	for _, f := range spec.allowed {
 		allowed[f] = true
@@ -661,4 +673,18 @@ func fmtDuration(d time.Duration) string {
 		return "a day"
 	}
 	return d.String()
+}
+
+func posOf(p *Probe) Pos {
+	if p == nil {
+		return Pos{}
+	}
+	return p.Pos
+}
+
+func posOfIngest(i *Ingest) Pos {
+	if i == nil {
+		return Pos{}
+	}
+	return i.Pos
 }

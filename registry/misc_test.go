@@ -1,0 +1,116 @@
+package registry
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+func TestRunsPerDay(t *testing.T) {
+	for spec, want := range map[string]int{
+		"0 7 * * *":      1,
+		"*/15 * * * *":   96,
+		"0 9-17 * * 1-5": 9,
+		"30 18 * * 1-5":  1,
+		"@hourly":        24,
+		"@daily":         1,
+		"@every 6h":      4,
+		"@every 7h":      4,
+		"0,30 0 * * *":   2,
+		"* * * * *":      1440,
+	} {
+		s, err := cron.ParseStandard(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		got, ok := runsPerDay(s)
+		if !ok || got != want {
+			t.Errorf("runsPerDay(%q) = %d, %v; want %d", spec, got, ok, want)
+		}
+	}
+	s, _ := cron.ParseStandard("@every 30s")
+	if _, ok := runsPerDay(s); ok {
+		t.Error("@every 30s accepted")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	from := time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)
+	to := time.Date(2025, 1, 31, 0, 0, 0, 0, time.UTC)
+	for in, want := range map[string]string{
+		"{from}":                    "20250102",
+		"{to:YYYY-MM-DD}":           "2025-01-31",
+		"x{from:YYYYMM}y{to:YYYY}z": "x202501y2025z",
+		"plain":                     "plain",
+	} {
+		got, err := Expand(in, from, to)
+		if err != nil || got != want {
+			t.Errorf("Expand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"{from", "from}", "{date}", "{from:DD}", "}{"} {
+		if _, err := Expand(bad, from, to); err == nil {
+			t.Errorf("Expand(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTermsMerge(t *testing.T) {
+	base := Terms{Type: "KOGL-1", CommercialUse: TriTrue, Redistribution: "allowed", Attribution: "a", PIIColumns: []string{"x"}, PIIColumnsSet: true}
+	got := base.Merge(Terms{CommercialUse: TriFalse, PIIColumnsSet: true})
+	if got.CommercialUse != TriFalse || got.Redistribution != "allowed" || got.Type != "KOGL-1" || len(got.PIIColumns) != 0 {
+		t.Errorf("merge = %+v", got)
+	}
+}
+
+// TestEveryProblemAtOnce checks that loading reports all problems of all
+// files in one pass, sorted by file and line.
+func TestEveryProblemAtOnce(t *testing.T) {
+	providers := strings.Replace(baseProviders, "requests_per_second: 5", "requests_per_second: -1", 1)
+	_, err := load(t, providers, map[string]string{
+		"a.yaml": "id: a\nprovider: nope\n",
+		"b.yaml": "id: b\nprovider: kis\nprobe: {interval_minutes: 0}\n",
+	})
+	var problems Errors
+	if !errors.As(err, &problems) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{
+		`registry/datasets/a.yaml:1: provider: dataset "a" names provider "nope", which providers.yaml does not declare (declared: datago, kis)`,
+		`registry/datasets/b.yaml:3: probe.interval_minutes: value 0 out of range (1 to 10080)`,
+		`registry/providers.yaml:22: providers[1].rate_limits[0].requests_per_second: must be positive, got -1 (a limit of zero allows no call at all; write unknown if the number is not known)`,
+	}
+	if got := problems.Error(); got != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+func TestStaleSource(t *testing.T) {
+	providers := strings.Replace(baseProviders, "verified_at: 2026-11-01}\n    terms_source", "verified_at: 2026-01-15}\n    terms_source", 1)
+	reg, err := load(t, providers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []string
+	for _, f := range reg.Findings {
+		if f.Kind == FindingStale {
+			stale = append(stale, f.String())
+		}
+	}
+	want := "registry/providers.yaml:24: [stale] kis/key: verified_at 2026-01-15 is 319 days old (stale after 180 days): re-read https://apiportal.koreainvestment.com/intro"
+	if len(stale) != 1 || stale[0] != want {
+		t.Errorf("stale findings = %q, want [%q]", stale, want)
+	}
+}
+
+func TestLoadDirErrors(t *testing.T) {
+	if _, err := LoadDir("testdata/does-not-exist", testOpts()); err == nil || !strings.Contains(err.Error(), "does-not-exist") {
+		t.Errorf("missing dir: %v", err)
+	}
+	if _, err := LoadDir("testdata/small/providers.yaml", testOpts()); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("file as dir: %v", err)
+	}
+}
