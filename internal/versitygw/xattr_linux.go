@@ -1,0 +1,18 @@
+package versitygw
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// xattrSupported reports whether dir's filesystem stores user extended
+// attributes, where versitygw's posix backend keeps object metadata.
+func xattrSupported(dir string) bool {
+	p := filepath.Join(dir, ".xattr-probe")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		return false
+	}
+	defer os.Remove(p)
+	return syscall.Setxattr(p, "user.sluice.probe", []byte("1"), 0) == nil
+}
