@@ -1,0 +1,131 @@
+// Package ratelimit holds Sluice's provider-scoped rate limits: the
+// deterministic ledger that decides when a call may be sent, and the client
+// through which every worker process asks the one limiter of a scope
+// instance for permits.
+//
+// The guarantee (docs/ratelimit.md): for every scope instance, across all
+// workers, the calls Sluice sends never exceed a declared count in any
+// sliding window of the declared length, two calls are never closer than
+// the declared minimum interval, and daily quotas are counted durably.
+//
+// The ledger lives in a singleton Temporal workflow per scope instance
+// (workflows.ScopeLimiter); workers reach it through workflow updates,
+// batched per process so that in-flight updates stay few.
+package ratelimit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/registry"
+)
+
+// Window is "at most Count calls in any sliding window of Length".
+type Window struct {
+	Length time.Duration `json:"length"`
+	Count  int           `json:"count"`
+}
+
+// Limits are the effective limits of one scope instance, as the ledger
+// enforces them. All durations are already divided by any rate scale.
+type Limits struct {
+	Windows     []Window      `json:"windows,omitempty"`
+	MinInterval time.Duration `json:"min_interval,omitempty"`
+	// DailyQuota is the calls allowed per calendar day in Timezone; 0 means
+	// none. A requests_per_day limit is a quota that resets at local
+	// midnight, as providers count it, not a sliding 24-hour window.
+	DailyQuota int    `json:"daily_quota,omitempty"`
+	Timezone   string `json:"timezone,omitempty"`
+	// Tolerance is how late after its grant a call may still be sent. The
+	// ledger spaces grants by it so that a call sent anywhere in
+	// [grant, grant+Tolerance] keeps every window.
+	Tolerance time.Duration `json:"tolerance"`
+}
+
+// DefaultTolerance is the default slack between a grant and the send.
+const DefaultTolerance = 50 * time.Millisecond
+
+// FromScope derives the limits of a registry scope instance. scale (≥ 1
+// for the simulator's --rate-scale; ≤ 0 means 1) multiplies every rate: it
+// divides window lengths and the minimum interval; daily quotas are not
+// scaled.
+func FromScope(s *registry.ScopeInstance, scale float64, tolerance time.Duration) Limits {
+	if scale <= 0 {
+		scale = 1
+	}
+	l := Limits{Timezone: s.Provider.Timezone, Tolerance: tolerance}
+	for _, w := range s.Limit.Windows {
+		if w.Length >= 24*time.Hour {
+			if w.Length == 24*time.Hour {
+				l.DailyQuota = w.Count
+				continue
+			}
+		}
+		l.Windows = append(l.Windows, Window{Length: time.Duration(float64(w.Length) / scale), Count: w.Count})
+	}
+	if s.Limit.MinInterval > 0 {
+		l.MinInterval = time.Duration(float64(s.Limit.MinInterval) / scale)
+	}
+	return l
+}
+
+// Stricter returns the limits that satisfy both a and b: the smaller
+// count for a window length present in both, every window of either, the
+// longer minimum interval and tolerance, the smaller quota. A misconfigured
+// worker can tighten a scope's limits for a while, never loosen them.
+func Stricter(a, b Limits) Limits {
+	out := Limits{
+		MinInterval: max(a.MinInterval, b.MinInterval),
+		Tolerance:   max(a.Tolerance, b.Tolerance),
+		Timezone:    a.Timezone,
+		DailyQuota:  a.DailyQuota,
+	}
+	if out.Timezone == "" {
+		out.Timezone = b.Timezone
+	}
+	if b.DailyQuota > 0 && (out.DailyQuota == 0 || b.DailyQuota < out.DailyQuota) {
+		out.DailyQuota = b.DailyQuota
+	}
+	byLen := map[time.Duration]int{}
+	var order []time.Duration
+	for _, w := range append(append([]Window(nil), a.Windows...), b.Windows...) {
+		c, ok := byLen[w.Length]
+		if !ok {
+			order = append(order, w.Length)
+			byLen[w.Length] = w.Count
+			continue
+		}
+		byLen[w.Length] = min(c, w.Count)
+	}
+	for _, length := range order {
+		out.Windows = append(out.Windows, Window{Length: length, Count: byLen[length]})
+	}
+	return out
+}
+
+// Validate checks the limits are usable by the ledger.
+func (l Limits) Validate() error {
+	for _, w := range l.Windows {
+		if w.Length <= 0 || w.Count <= 0 {
+			return fmt.Errorf("invalid window %d per %s", w.Count, w.Length)
+		}
+	}
+	if l.MinInterval < 0 || l.Tolerance < 0 || l.DailyQuota < 0 {
+		return fmt.Errorf("negative limit in %+v", l)
+	}
+	if l.Timezone != "" {
+		if _, err := time.LoadLocation(l.Timezone); err != nil {
+			return fmt.Errorf("loading timezone %q: %w", l.Timezone, err)
+		}
+	}
+	return nil
+}
+
+// maxLog is how many past grants the ledger must remember.
+func (l Limits) maxLog() int {
+	n := 1
+	for _, w := range l.Windows {
+		n = max(n, w.Count)
+	}
+	return n
+}
