@@ -1,0 +1,248 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// IngestInput names one dataset and the logical dates to fetch.
+type IngestInput struct {
+	Dataset string `json:"dataset"`
+	From    string `json:"from"` // YYYY-MM-DD, the logical date
+	To      string `json:"to"`   // YYYY-MM-DD; empty or equal to From for one day
+}
+
+// IngestResult is the metadata of one ingested object. No payload.
+type IngestResult struct {
+	Dataset         string        `json:"dataset"`
+	Provider        string        `json:"provider"`
+	Key             string        `json:"key,omitempty"`
+	RawBytes        int64         `json:"raw_bytes"`
+	CompressedBytes int64         `json:"compressed_bytes"`
+	SHA256          string        `json:"sha256,omitempty"`
+	Skipped         bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
+	NoData          bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
+	Duration        time.Duration `json:"duration"`          // this attempt
+	Attempt         int32         `json:"attempt"`           // 1 on the first try
+	SourceURL       string        `json:"source_url,omitempty"`
+}
+
+// Error types of the application errors the activities return: the
+// connector class names (auth_failed, bad_request, …) and these.
+const (
+	ErrTypeUnknownDataset = "unknown_dataset"
+	ErrTypeBadInput       = "bad_input"
+)
+
+func parseDates(in IngestInput) (time.Time, time.Time, error) {
+	from, err := time.Parse(time.DateOnly, in.From)
+	if err != nil {
+		return time.Time{}, time.Time{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("ingest input: from %q is not a date (want YYYY-MM-DD)", in.From), ErrTypeBadInput, nil)
+	}
+	to := from
+	if in.To != "" {
+		if to, err = time.Parse(time.DateOnly, in.To); err != nil || to.Before(from) {
+			return time.Time{}, time.Time{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("ingest input: to %q is not a date on or after from %s", in.To, in.From), ErrTypeBadInput, nil)
+		}
+	}
+	return from, to, nil
+}
+
+// Ingest fetches one dataset for a logical date (or range) and streams the
+// provider's raw bytes through zstd into the lake under the deterministic
+// key, returning metadata only. Failures are classified for Temporal's
+// retry policy: auth_failed and bad_request are non-retryable;
+// rate_limited, blocked and quota_exhausted ask for the provider's wait
+// (NextRetryDelay); transient failures back off exponentially with jitter.
+func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, error) {
+	start := time.Now()
+	ds := a.cfg.Registry.Dataset(in.Dataset)
+	if ds == nil {
+		return IngestResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("dataset %q is not in the registry", in.Dataset), ErrTypeUnknownDataset, nil)
+	}
+	res := IngestResult{Dataset: ds.ID, Provider: ds.Provider, Attempt: attempt(ctx)}
+	from, to, err := parseDates(in)
+	if err != nil {
+		return res, err
+	}
+	conn := a.connectors[ds.Provider]
+	if conn == nil {
+		return res, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("no connector for provider %q of dataset %s", ds.Provider, ds.ID), ErrTypeUnknownDataset, nil)
+	}
+	outcome := "ok"
+	defer func() { a.cfg.Metrics.Activity("ingest", ds.Provider, outcome, time.Since(start)) }()
+
+	resp, err := conn.Fetch(ctx, connector.Request{Provider: a.cfg.Registry.Provider(ds.Provider), Dataset: ds, From: from, To: to})
+	if err != nil {
+		if c, ok := connector.ClassOf(err); ok && c == connector.NoData {
+			outcome = "no_data"
+			res.NoData, res.Duration = true, time.Since(start)
+			return res, nil
+		}
+		outcome = outcomeOf(err)
+		return res, a.temporalError(ctx, err)
+	}
+	defer resp.Body.Close()
+	key, err := sink.Key(sink.KeySpec{Provider: ds.Provider, Dataset: ds.ID, From: from, To: to, Ext: resp.Ext})
+	if err != nil {
+		outcome = "bad_request"
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("building lake key: %v", err), ErrTypeBadInput, nil)
+	}
+	body := io.Reader(resp.Body)
+	if hb := heartbeat(ctx); hb != nil {
+		body = &heartbeatReader{r: resp.Body, beat: hb}
+	}
+	put, err := a.cfg.Sink.Put(ctx, key, body, sink.Meta{ContentType: resp.ContentType, SourceURL: resp.URL, FetchedAt: time.Now().UTC()})
+	if err != nil {
+		outcome = outcomeOf(err)
+		return res, a.temporalError(ctx, fmt.Errorf("streaming %s into %s: %w", ds.ID, key, err))
+	}
+	a.cfg.Metrics.Written(ds.Provider, put.RawSize, put.CompressedSize)
+	res.Key, res.RawBytes, res.CompressedBytes, res.SHA256, res.Skipped = put.Key, put.RawSize, put.CompressedSize, put.RawSHA256, put.Skipped
+	res.SourceURL, res.Duration = resp.URL, time.Since(start)
+	a.log.Debug("ingested", "dataset", ds.ID, "key", key, "raw", put.RawSize, "compressed", put.CompressedSize, "skipped", put.Skipped)
+	return res, nil
+}
+
+// ProbeInput names the dataset to probe.
+type ProbeInput struct {
+	Dataset string `json:"dataset"`
+}
+
+// ProbeResult is a probe's classified outcome. A probe never retries by
+// itself: the watch workflow judges.
+type ProbeResult struct {
+	Dataset  string        `json:"dataset"`
+	Provider string        `json:"provider"`
+	OK       bool          `json:"ok"`              // answered with data
+	Class    string        `json:"class,omitempty"` // connector class when not OK (no_data, rate_limited, …)
+	Message  string        `json:"message,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Probe sends the cheapest request that proves the dataset answers and
+// classifies the outcome with the connectors' error set.
+func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, error) {
+	start := time.Now()
+	ds := a.cfg.Registry.Dataset(in.Dataset)
+	if ds == nil {
+		return ProbeResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("dataset %q is not in the registry", in.Dataset), ErrTypeUnknownDataset, nil)
+	}
+	res := ProbeResult{Dataset: ds.ID, Provider: ds.Provider}
+	conn := a.connectors[ds.Provider]
+	if conn == nil {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no connector for provider %q", ds.Provider), ErrTypeUnknownDataset, nil)
+	}
+	err := conn.Probe(ctx, ds)
+	res.Duration = time.Since(start)
+	outcome := "ok"
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		outcome = outcomeOf(err)
+		res.Class, res.Message = outcome, err.Error()
+	} else {
+		res.OK = true
+	}
+	a.cfg.Metrics.Activity("probe", ds.Provider, outcome, res.Duration)
+	return res, nil
+}
+
+func outcomeOf(err error) string {
+	if c, ok := connector.ClassOf(err); ok {
+		return c.String()
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "cancelled"
+	}
+	return "error"
+}
+
+func attempt(ctx context.Context) int32 {
+	if activity.IsActivity(ctx) {
+		return activity.GetInfo(ctx).Attempt
+	}
+	return 1
+}
+
+// temporalError maps a classified failure onto Temporal's retry policy.
+func (a *Activities) temporalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	class, ok := connector.ClassOf(err)
+	if !ok {
+		class = connector.Transient
+	}
+	var ce *connector.Error
+	errors.As(err, &ce)
+	now := time.Now()
+	msg := err.Error()
+	switch class {
+	case connector.AuthFailed, connector.BadRequest:
+		return temporal.NewNonRetryableApplicationError(msg, class.String(), err)
+	case connector.RateLimited, connector.Blocked:
+		delay := backoff(attempt(ctx), time.Second, time.Minute)
+		if ce != nil {
+			if w := ce.Wait(now); w > 0 {
+				delay = w
+			}
+		}
+		return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: delay, Cause: err})
+	case connector.QuotaExhausted:
+		if ce != nil && !ce.ResetAt.IsZero() {
+			if wait := ce.ResetAt.Sub(now); wait > 0 && wait <= a.cfg.MaxQuotaWait {
+				return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: wait, Cause: err})
+			}
+			msg = fmt.Sprintf("%s (daily quota resets at %s; not waiting longer than %s)", msg, ce.ResetAt.Format(time.RFC3339), a.cfg.MaxQuotaWait)
+		}
+		return temporal.NewNonRetryableApplicationError(msg, class.String(), err)
+	}
+	// Transient: exponential backoff with equal jitter.
+	return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{
+		NextRetryDelay: backoff(attempt(ctx), time.Second, 2*time.Minute), Cause: err})
+}
+
+// backoff is base·2^(attempt-1), capped, with equal jitter: half fixed, half
+// random, so retries of many activities never fire together.
+func backoff(attempt int32, base, limit time.Duration) time.Duration {
+	d := base
+	for i := int32(1); i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d/2 + rand.N(d/2+1)
+}
+
+// heartbeatReader records an activity heartbeat at most once a second
+// while a body streams.
+type heartbeatReader struct {
+	r    io.Reader
+	beat func()
+	last time.Time
+}
+
+func (h *heartbeatReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if now := time.Now(); now.Sub(h.last) >= time.Second {
+		h.last = now
+		h.beat()
+	}
+	return n, err
+}

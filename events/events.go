@@ -1,0 +1,89 @@
+// Package events records Sluice's operational events — a scope backing off
+// after a provider's rate-limit answer, a quota exhausted, a token
+// refreshed — durably in Temporal itself: a singleton workflow
+// (workflow id sluice-ops-events) receives them as signals and keeps the
+// most recent ones in its state, visible in the Web UI and readable with
+// `sluice events` or a query. They are operations, never provider outages.
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// Event kinds.
+const (
+	KindBackoff        = "ratelimit.backoff"
+	KindQuotaExhausted = "quota.exhausted"
+	KindTokenRefreshed = "token.refreshed"
+	KindBlocked        = "provider.blocked"
+)
+
+// The events workflow's name, signal, query and id.
+const (
+	WorkflowName = "OpsEvents"
+	WorkflowID   = "sluice-ops-events"
+	Signal       = "event"
+	Query        = "events"
+	// Keep is how many recent events the workflow holds.
+	Keep = 1000
+)
+
+// Event is one operational event. Fields never carry secrets.
+type Event struct {
+	Kind     string            `json:"kind"`
+	At       time.Time         `json:"at"`
+	Scope    string            `json:"scope,omitempty"`
+	Provider string            `json:"provider,omitempty"`
+	Dataset  string            `json:"dataset,omitempty"`
+	Message  string            `json:"message"`
+	Attrs    map[string]string `json:"attrs,omitempty"`
+}
+
+// Recorder sends events to the events workflow.
+type Recorder struct {
+	tc        client.Client
+	taskQueue string
+}
+
+// NewRecorder returns a recorder over a Temporal client; events workflows
+// run on taskQueue.
+func NewRecorder(tc client.Client, taskQueue string) *Recorder {
+	return &Recorder{tc: tc, taskQueue: taskQueue}
+}
+
+// Record signals an event, starting the events workflow if needed.
+func (r *Recorder) Record(ctx context.Context, e Event) error {
+	if r == nil || r.tc == nil {
+		return nil
+	}
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	_, err := r.tc.SignalWithStartWorkflow(ctx, WorkflowID, Signal, e, client.StartWorkflowOptions{
+		ID:                       WorkflowID,
+		TaskQueue:                r.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, WorkflowName, []Event(nil))
+	if err != nil {
+		return fmt.Errorf("recording %s event: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// List returns the recorded events, oldest first.
+func List(ctx context.Context, tc client.Client) ([]Event, error) {
+	v, err := tc.QueryWorkflow(ctx, WorkflowID, "", Query)
+	if err != nil {
+		return nil, fmt.Errorf("querying events: %w", err)
+	}
+	var out []Event
+	if err := v.Get(&out); err != nil {
+		return nil, fmt.Errorf("decoding events: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+// Package metrics defines the Prometheus metrics Sluice workers serve on
+// /metrics. Labels never carry secrets: providers, scope ids, dataset ids
+// and outcome classes only.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is one worker's set of collectors. Safe for concurrent use. A nil
+// *Metrics records nothing, so callers need no checks.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Calls         *prometheus.CounterVec   // provider, scope, outcome
+	LimiterWait   *prometheus.HistogramVec // scope
+	Bytes         *prometheus.CounterVec   // provider, kind (raw, compressed)
+	Duration      *prometheus.HistogramVec // activity, provider, outcome
+	BackoffFactor *prometheus.GaugeVec     // scope
+	Events        *prometheus.CounterVec   // kind
+}
+
+// New registers Sluice's collectors and the Go runtime's on a new registry.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_provider_calls_total",
+			Help: "Calls sent to providers, by provider, scope instance and outcome class (ok, no_data, rate_limited, quota_exhausted, blocked, auth_failed, bad_request, transient).",
+		}, []string{"provider", "scope", "outcome"}),
+		LimiterWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_limiter_wait_seconds",
+			Help:    "Time a call waited for its permit from the scope's limiter, including the round trip.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"scope"}),
+		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_lake_bytes_total",
+			Help: "Bytes written to the lake, raw (as the provider sent them) and compressed.",
+		}, []string{"provider", "kind"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_activity_duration_seconds",
+			Help:    "Activity durations by activity, provider and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}, []string{"activity", "provider", "outcome"}),
+		BackoffFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_ratelimit_backoff_factor",
+			Help: "Rate multiplier of a scope instance after its last penalty (1 = declared rate).",
+		}, []string{"scope"}),
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_ops_events_total",
+			Help: "Operational events recorded, by kind.",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(m.Calls, m.LimiterWait, m.Bytes, m.Duration, m.BackoffFactor, m.Events,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// Call counts one provider call.
+func (m *Metrics) Call(provider, scope, outcome string) {
+	if m != nil {
+		m.Calls.WithLabelValues(provider, scope, outcome).Inc()
+	}
+}
+
+// Wait observes a limiter wait.
+func (m *Metrics) Wait(scope string, d time.Duration) {
+	if m != nil {
+		m.LimiterWait.WithLabelValues(scope).Observe(d.Seconds())
+	}
+}
+
+// Written counts bytes written to the lake.
+func (m *Metrics) Written(provider string, raw, compressed int64) {
+	if m != nil {
+		m.Bytes.WithLabelValues(provider, "raw").Add(float64(raw))
+		m.Bytes.WithLabelValues(provider, "compressed").Add(float64(compressed))
+	}
+}
+
+// Activity observes an activity's duration.
+func (m *Metrics) Activity(activity, provider, outcome string, d time.Duration) {
+	if m != nil {
+		m.Duration.WithLabelValues(activity, provider, outcome).Observe(d.Seconds())
+	}
+}
+
+// Backoff sets a scope's backoff factor.
+func (m *Metrics) Backoff(scope string, factor float64) {
+	if m != nil {
+		m.BackoffFactor.WithLabelValues(scope).Set(factor)
+	}
+}
+
+// Event counts an operational event.
+func (m *Metrics) Event(kind string) {
+	if m != nil {
+		m.Events.WithLabelValues(kind).Inc()
+	}
+}
