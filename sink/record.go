@@ -1,0 +1,132 @@
+package sink
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// record is the metadata stored with every object: as x-amz-meta-* headers
+// on S3, as a JSON trailer frame in the local lake. Nothing in it is secret.
+type record struct {
+	RawSHA256      string    `json:"raw_sha256"`
+	RawSize        int64     `json:"raw_size"`
+	CompressedSize int64     `json:"compressed_size"`
+	ContentType    string    `json:"content_type,omitempty"`
+	SourceURL      string    `json:"source_url,omitempty"`
+	FetchedAt      time.Time `json:"fetched_at"`
+	Writer         string    `json:"sluice_version,omitempty"`
+}
+
+// S3 user-metadata names (sent as x-amz-meta-<name>).
+const (
+	metaRawSHA256      = "sluice-raw-sha256"
+	metaRawSize        = "sluice-raw-size"
+	metaCompressedSize = "sluice-compressed-size"
+	metaContentType    = "sluice-content-type"
+	metaSourceURL      = "sluice-source-url"
+	metaFetchedAt      = "sluice-fetched-at"
+	metaWriter         = "sluice-version"
+)
+
+// newRecord builds the metadata of a finished stream.
+func newRecord(meta Meta, sum []byte, rawSize, compressedSize int64, writer string) record {
+	return record{
+		RawSHA256:      hex.EncodeToString(sum),
+		RawSize:        rawSize,
+		CompressedSize: compressedSize,
+		ContentType:    asciiOnly(meta.ContentType),
+		SourceURL:      cleanSourceURL(meta.SourceURL),
+		FetchedAt:      meta.FetchedAt.UTC(),
+		Writer:         asciiOnly(writer),
+	}
+}
+
+// object turns a record into the Object for key.
+func (r record) object(key string, modified time.Time) Object {
+	return Object{
+		Key:            key,
+		RawSHA256:      r.RawSHA256,
+		RawSize:        r.RawSize,
+		CompressedSize: r.CompressedSize,
+		ContentType:    r.ContentType,
+		SourceURL:      r.SourceURL,
+		FetchedAt:      r.FetchedAt,
+		Writer:         r.Writer,
+		Modified:       modified,
+	}
+}
+
+// headers renders the record as S3 user metadata.
+func (r record) headers() map[string]string {
+	h := map[string]string{
+		metaRawSHA256:      r.RawSHA256,
+		metaRawSize:        strconv.FormatInt(r.RawSize, 10),
+		metaCompressedSize: strconv.FormatInt(r.CompressedSize, 10),
+		metaFetchedAt:      r.FetchedAt.Format(time.RFC3339Nano),
+	}
+	if r.ContentType != "" {
+		h[metaContentType] = r.ContentType
+	}
+	if r.SourceURL != "" {
+		h[metaSourceURL] = r.SourceURL
+	}
+	if r.Writer != "" {
+		h[metaWriter] = r.Writer
+	}
+	return h
+}
+
+// recordFromHeaders parses S3 user metadata. It reports false when the
+// object carries no valid Sluice metadata (put there by another tool, or
+// with a damaged value): such objects list without metadata and fail
+// verification.
+func recordFromHeaders(h map[string]string) (record, bool) {
+	r := record{
+		RawSHA256:   h[metaRawSHA256],
+		ContentType: h[metaContentType],
+		SourceURL:   h[metaSourceURL],
+		Writer:      h[metaWriter],
+	}
+	var err error
+	if r.RawSize, err = strconv.ParseInt(h[metaRawSize], 10, 64); err != nil {
+		return record{}, false
+	}
+	if r.CompressedSize, err = strconv.ParseInt(h[metaCompressedSize], 10, 64); err != nil {
+		return record{}, false
+	}
+	if v := h[metaFetchedAt]; v != "" {
+		if r.FetchedAt, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return record{}, false
+		}
+	}
+	if r.validate() != nil {
+		return record{}, false
+	}
+	return r, true
+}
+
+func checkSHA256(s string) error {
+	if len(s) != 64 {
+		return fmt.Errorf("sha256 %q is not 64 hex digits", printable(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'f') {
+			return fmt.Errorf("sha256 %q is not lower-case hex", printable(s))
+		}
+	}
+	return nil
+}
+
+// validate checks a record read back from a store.
+func (r record) validate() error {
+	if err := checkSHA256(r.RawSHA256); err != nil {
+		return err
+	}
+	if r.RawSize < 0 || r.CompressedSize < 0 {
+		return fmt.Errorf("negative size (raw %d, compressed %d)", r.RawSize, r.CompressedSize)
+	}
+	return nil
+}
