@@ -13,7 +13,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sluicehq/sluice/internal/version.Version=$(VERSION)
 
 STATICCHECK_VERSION := v0.8.2
-WORKFLOWCHECK_VERSION := v0.3.0
+# workflowcheck is pinned in tools/go.mod (built from there: its own
+# golang.org/x/tools is too old for this Go).
 VERSITYGW_VERSION := v1.8.0
 
 # Test flags: -race everywhere; packages that embed the Temporal server get a
@@ -27,15 +28,18 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/sluice ./cmd/sluice
 
-## run: the main job (see README).
+## run: the main job: embedded Temporal + Web UI, simulator, worker and local
+## lake; one daily ingest of the whole registry for yesterday, a summary,
+## then up for the Web UI until Ctrl-C. RUN_ARGS=--once exits after the batch.
+RUN_ARGS ?=
 run: build
-	$(BIN)/sluice registry validate
+	$(BIN)/sluice dev $(RUN_ARGS)
 
 ## test: lint, then every test with -race.
 test: tools lint
 	$(GO) test $(TEST_FLAGS) ./...
 
-lint: fmt-check vet staticcheck
+lint: fmt-check vet staticcheck workflowcheck
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)); \
@@ -46,6 +50,9 @@ vet:
 
 staticcheck: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
+
+workflowcheck: $(BIN)/workflowcheck
+	$(BIN)/workflowcheck ./workflows/...
 
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -59,10 +66,13 @@ fuzz:
 	  done; \
 	done
 
-tools: $(BIN)/staticcheck $(BIN)/versitygw
+tools: $(BIN)/staticcheck $(BIN)/versitygw $(BIN)/workflowcheck
 
 $(BIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(BIN)/workflowcheck: tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o $(BIN)/workflowcheck go.temporal.io/sdk/contrib/tools/workflowcheck
 
 $(BIN)/versitygw:
 	$(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
