@@ -1,0 +1,140 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/registry"
+)
+
+// Connector speaks one provider's wire format.
+type Connector interface {
+	// Fetch builds, signs and sends the request for a dataset and date
+	// range and returns the raw answer. A non-nil error is a context error
+	// of ctx or carries a Class (ClassOf); NoData comes back as an error,
+	// with no Response.
+	Fetch(ctx context.Context, req Request) (*Response, error)
+	// Probe sends the cheapest request that proves the dataset answers
+	// (a few recent days, one row; each connector documents its probe),
+	// reads and discards the body and returns nil or a classified error.
+	// NoData is returned as an error of class NoData: the provider answered
+	// and the endpoint is up, but the probe window held no rows; a dataset
+	// that keeps answering NoData has probably stopped publishing, which is
+	// the caller's to judge.
+	Probe(ctx context.Context, ds *registry.Dataset) error
+}
+
+// Call identifies one outbound request for the rate-limit hooks.
+type Call struct {
+	Provider string // registry provider id
+	Dataset  string // registry dataset id; empty for token calls
+	Kind     string // CallData or CallToken
+	Probe    bool   // the data call is a probe
+}
+
+// Call kinds.
+const (
+	CallData  = "data"  // a dataset request (fetch or probe)
+	CallToken = "token" // an authentication token request (KIS /oauth2/tokenP)
+)
+
+// Options configure a connector. The zero value works for production:
+// credentials from the environment, the shared HTTP client, a file token
+// store, slog.Default, time.Now and no rate-limit hooks.
+type Options struct {
+	// BaseURL overrides the provider's base URL (the simulator, the KIS
+	// mock host). It may carry a path prefix.
+	BaseURL string
+	// Credentials looks up a credential by environment variable name; nil
+	// means EnvCredentials.
+	Credentials Credentials
+	// HTTPClient sends every request; nil means the shared client
+	// (HTTPClient()).
+	HTTPClient *http.Client
+	// TokenStore keeps issued tokens across processes (KIS); nil means a
+	// file store under $SLUICE_DATA_DIR/tokens, or ./var/tokens.
+	TokenStore TokenStore
+	// Logger receives redacted log lines; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Gate is called immediately before every outbound request, data and
+	// token calls alike; the global rate limiter waits here. A non-nil
+	// error aborts the call and is returned wrapped. nil: no wait.
+	Gate func(ctx context.Context, call Call) error
+	// Observe is called after every response (or transport failure) with
+	// the HTTP status (0 when none arrived), the response headers and the
+	// classified error (nil on success), so the limiter can adapt to
+	// Remaining-Req and 429s. nil: nothing observes.
+	Observe func(call Call, status int, h http.Header, err error)
+	// StallTimeout aborts a response whose body makes no progress for this
+	// long (the read fails with a Transient error); 0 means 2 minutes.
+	StallTimeout time.Duration
+}
+
+// Factory builds a provider's connector.
+type Factory func(p *registry.Provider, opts Options) (Connector, error)
+
+var (
+	factoriesMu sync.RWMutex
+	factories   = map[string]Factory{}
+)
+
+// Register makes a connector available to New under a registry connector
+// name (registry Provider.Connector, e.g. "kis"). Subpackages call it from
+// init; registering a name twice panics, as it is a programming error.
+func Register(name string, f Factory) {
+	factoriesMu.Lock()
+	defer factoriesMu.Unlock()
+	if _, dup := factories[name]; dup {
+		panic("connector: Register called twice for " + name)
+	}
+	factories[name] = f
+}
+
+// Registered returns the registered connector names, sorted.
+func Registered() []string {
+	factoriesMu.RLock()
+	defer factoriesMu.RUnlock()
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New returns the connector for a provider, chosen by p.Connector. The
+// provider connectors must be linked in (import
+// github.com/sluicehq/sluice/connector/all).
+func New(p *registry.Provider, opts Options) (Connector, error) {
+	if p == nil {
+		return nil, fmt.Errorf("creating connector: no provider given")
+	}
+	name := p.Connector
+	if name == "" {
+		name = p.ID
+	}
+	factoriesMu.RLock()
+	f := factories[name]
+	factoriesMu.RUnlock()
+	if f == nil {
+		known := Registered()
+		hint := "import github.com/sluicehq/sluice/connector/all to link every connector"
+		if len(known) > 0 {
+			hint = "registered: " + strings.Join(known, ", ") + "; " + hint
+		}
+		return nil, fmt.Errorf("creating connector for provider %s: no connector named %q (%s)", p.ID, name, hint)
+	}
+	c, err := f(p, opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating connector for provider %s: %w", p.ID, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,135 @@
+// Package connectortest helps test provider connectors: a registry with a
+// sample dataset for every provider, credentials that look like real ones
+// (so redaction is tested against realistic values) and a captured slog
+// log to grep for secrets.
+package connectortest
+
+import (
+	"bytes"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/registry"
+)
+
+//go:embed datasets
+var datasetsFS embed.FS
+
+// Sample dataset ids, one or more per provider.
+const (
+	KISDataset     = "kis-kospi-daily"
+	ECOSDataset    = "ecos-base-rate"
+	ECOSMonthly    = "ecos-cpi-monthly"
+	FREDDataset    = "fred-dgs10"
+	UPBITDataset   = "upbit-krw-btc-daily"
+	DataGoDataset  = "datago-stock-index"
+	registryPrefix = "connectortest"
+)
+
+// Registry loads the default providers.yaml with the sample datasets.
+func Registry(t testing.TB) *registry.Registry {
+	t.Helper()
+	providers, err := fs.ReadFile(registry.DefaultFS(), "providers.yaml")
+	if err != nil {
+		t.Fatalf("reading default providers.yaml: %v", err)
+	}
+	m := fstest.MapFS{"providers.yaml": {Data: providers}}
+	entries, err := fs.ReadDir(datasetsFS, "datasets")
+	if err != nil {
+		t.Fatalf("reading sample datasets: %v", err)
+	}
+	for _, e := range entries {
+		data, err := fs.ReadFile(datasetsFS, "datasets/"+e.Name())
+		if err != nil {
+			t.Fatalf("reading sample dataset %s: %v", e.Name(), err)
+		}
+		m["datasets/"+e.Name()] = &fstest.MapFile{Data: data}
+	}
+	reg, err := registry.Load(m, registryPrefix, registry.Options{Now: func() time.Time {
+		return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	}})
+	if err != nil {
+		t.Fatalf("loading the sample registry: %v", err)
+	}
+	return reg
+}
+
+// Secrets are realistic credential values by environment variable name
+// (the default registry's names). The data.go.kr key holds + / = so that
+// encoding it once is tested.
+var Secrets = map[string]string{
+	"KIS_APP_KEY":        "PSa1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVw",
+	"KIS_APP_SECRET":     "s3cr3tKISappSECRET+/xyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij==",
+	"ECOS_API_KEY":       "ECOSKEY0123456789ABCD",
+	"FRED_API_KEY":       "abcdef0123456789abcdef0123456789",
+	"UPBIT_ACCESS_KEY":   "upbitAccessKey0123456789abcdefghijklmn",
+	"UPBIT_SECRET_KEY":   "upbitSecretKey0123456789abcdefghijklmn",
+	"DATAGO_SERVICE_KEY": "Ab+Cd/Ef==Gh+Ij/Kl0123456789mnopQRSTuvwxyzABCDEFGHIJ+/KLMNOP==",
+}
+
+// Credentials serves Secrets.
+func Credentials() connector.Credentials { return connector.MapCredentials(Secrets) }
+
+// SecretValues returns every value of Secrets.
+func SecretValues() []string {
+	out := make([]string, 0, len(Secrets))
+	for _, v := range Secrets {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Log is a captured slog log, safe for concurrent use.
+type Log struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// NewLog returns a capture and a debug-level logger writing to it as JSON.
+func NewLog() (*Log, *slog.Logger) {
+	l := &Log{}
+	return l, slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Write appends to the capture.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns the captured log.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// AssertNoSecrets fails the test when text holds any of the secrets, raw
+// or in any of its usual encodings.
+func AssertNoSecrets(t testing.TB, what, text string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		for _, form := range Encodings(s) {
+			if strings.Contains(text, form) {
+				t.Errorf("%s leaks a secret (as %q):\n%s", what, form, text)
+			}
+		}
+	}
+}
+
+// Encodings returns a secret as it may appear in text: raw, query-escaped,
+// path-escaped and JSON-escaped.
+func Encodings(s string) []string {
+	return connector.SecretForms(s)
+}

@@ -1,0 +1,130 @@
+// Package datago is the connector for 공공데이터포털 (data.go.kr) services:
+// the decoding serviceKey encoded exactly once, pageNo/numOfRows paging,
+// and the XML gateway envelope that reports errors with HTTP 200 even when
+// JSON was asked for.
+package datago
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/registry"
+)
+
+func init() {
+	connector.Register("datago", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+		return New(p, opts)
+	})
+}
+
+// DefaultPageSize is numOfRows when the dataset names no page_size.
+const DefaultPageSize = 1000
+
+// ProbeDays is the probe window.
+const ProbeDays = 14
+
+// Connector speaks data.go.kr.
+type Connector struct {
+	base *connector.Base
+}
+
+var _ connector.Connector = (*Connector)(nil)
+
+// New returns a data.go.kr connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	b, err := connector.NewBase(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Connector{base: b}, nil
+}
+
+// Fetch asks the dataset's service path with serviceKey (the provider's
+// auth param; the decoding key, encoded once), the dataset's parameters
+// ({from}/{to} filled in, including its JSON switch such as _type=json or
+// resultType=json), and pageNo/numOfRows unless the dataset sets them.
+func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
+	return c.fetch(ctx, req, false)
+}
+
+// Probe asks for one row (numOfRows=1) of the last ProbeDays days and
+// discards it.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+	today := c.base.Today()
+	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
+		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true)
+	return connector.Drain(resp, err)
+}
+
+func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
+	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
+	ds := req.Dataset
+	if ds == nil || ds.Request.Path == "" {
+		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.path"})
+	}
+	call.Dataset = ds.ID
+	key, err := c.base.Credential("service_key")
+	if err != nil {
+		return nil, c.base.Fail(call, 0, connector.AsError(err))
+	}
+	key = c.decodingKey(key)
+	param := c.base.Provider().Auth.Param
+	if param == "" {
+		param = "serviceKey"
+	}
+	r := ds.Request
+	size := r.PageSize
+	if req.Limit > 0 {
+		size = req.Limit
+	}
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	q := []registry.Param{{Name: param, Value: key}}
+	params := r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To))
+	if !connector.HasParam(params, "pageNo") {
+		q = append(q, registry.Param{Name: "pageNo", Value: strconv.Itoa(req.PageOrFirst())})
+	}
+	if !connector.HasParam(params, "numOfRows") || req.Limit > 0 {
+		q = append(q, registry.Param{Name: "numOfRows", Value: strconv.Itoa(size)})
+	}
+	for _, p := range params {
+		if p.Name == "numOfRows" && req.Limit > 0 {
+			continue
+		}
+		q = append(q, p)
+	}
+	format := r.Format
+	if format == "" {
+		format = "json"
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return c.base.Do(ctx, connector.Exchange{Call: call, Method: method,
+		URL:    c.base.URL((&url.URL{Path: r.Path}).EscapedPath(), connector.EncodeQuery(q)),
+		Format: format, Classify: Classify})
+}
+
+// decodingKey returns the decoding key. The portal issues two spellings of
+// one key: the decoding key (base64: letters, digits, + / =) and the
+// encoding key (the same, percent-encoded). A key holding '%' is the
+// encoding key; it is decoded once here so that it is encoded exactly once
+// on the wire, never twice.
+func (c *Connector) decodingKey(key string) string {
+	if !strings.Contains(key, "%") {
+		return key
+	}
+	dec, err := url.QueryUnescape(key)
+	if err != nil {
+		return key
+	}
+	c.base.Secrets().Add(dec)
+	c.base.Logger().Warn("the data.go.kr service key looks percent-encoded (the encoding key); using its decoded form")
+	return dec
+}

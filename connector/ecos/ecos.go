@@ -1,0 +1,170 @@
+// Package ecos is the connector for the Bank of Korea ECOS Open API: the
+// StatisticSearch service, whose key is a path segment and whose errors
+// come inside HTTP 200 as a RESULT envelope.
+package ecos
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/registry"
+)
+
+func init() {
+	connector.Register("ecos", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+		return New(p, opts)
+	})
+}
+
+// DefaultPageSize is the rows asked per call when the dataset names no
+// page_size.
+const DefaultPageSize = 1000
+
+// Connector speaks ECOS.
+type Connector struct {
+	base *connector.Base
+}
+
+var _ connector.Connector = (*Connector)(nil)
+
+// New returns an ECOS connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	b, err := connector.NewBase(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Connector{base: b}, nil
+}
+
+// Fetch asks StatisticSearch for rows (Page-1)*size+1 … Page*size of the
+// dataset's statistic between From and To, dates written per cycle.
+func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
+	return c.fetch(ctx, req, false)
+}
+
+// Probe asks for one row of a recent window sized to the cycle (D: 14
+// days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5 years)
+// and discards it.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+	today := c.base.Today()
+	from := today.AddDate(0, 0, -14)
+	if ds != nil {
+		from = ProbeFrom(ds.Request.Cycle, today)
+	}
+	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: from, To: today, Limit: 1}, true)
+	return connector.Drain(resp, err)
+}
+
+// ProbeFrom is the start of the probe window of a cycle ending today.
+func ProbeFrom(cycle string, today time.Time) time.Time {
+	switch cycle {
+	case "SM":
+		return today.AddDate(0, -6, 0)
+	case "M":
+		return today.AddDate(0, -12, 0)
+	case "Q":
+		return today.AddDate(-2, 0, 0)
+	case "S":
+		return today.AddDate(-3, 0, 0)
+	case "A":
+		return today.AddDate(-5, 0, 0)
+	}
+	return today.AddDate(0, 0, -14)
+}
+
+func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
+	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
+	if req.Dataset != nil {
+		call.Dataset = req.Dataset.ID
+	}
+	u, end, format, err := c.build(req)
+	if err != nil {
+		return nil, c.base.Fail(call, 0, err)
+	}
+	return c.base.Do(ctx, connector.Exchange{Call: call, URL: u, Format: format,
+		Classify: func(h connector.Head) connector.Verdict { return Classify(h, end) }})
+}
+
+// build returns the request URL (key included), the last row asked for
+// and the format.
+func (c *Connector) build(req connector.Request) (u string, end int, format string, _ *connector.Error) {
+	bad := func(msg string) *connector.Error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
+	ds := req.Dataset
+	if ds == nil {
+		return "", 0, "", bad("no dataset given")
+	}
+	r := ds.Request
+	if r.StatCode == "" {
+		return "", 0, "", bad("the dataset needs request.stat_code")
+	}
+	from, err := FormatDate(r.Cycle, req.From)
+	if err != nil {
+		return "", 0, "", bad(err.Error())
+	}
+	to, _ := FormatDate(r.Cycle, req.To)
+	key, err := c.base.Credential("api_key")
+	if err != nil {
+		return "", 0, "", connector.AsError(err)
+	}
+	size := r.PageSize
+	if req.Limit > 0 {
+		size = req.Limit
+	}
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	start := (req.PageOrFirst()-1)*size + 1
+	end = start + size - 1
+	format = r.Format
+	if format == "" {
+		format = "json"
+	}
+	segs := []string{"api", "StatisticSearch", key, format, "kr", strconv.Itoa(start), strconv.Itoa(end),
+		r.StatCode, r.Cycle, from, to}
+	items := r.Items
+	for len(items) > 0 && strings.TrimSpace(items[len(items)-1]) == "" {
+		items = items[:len(items)-1]
+	}
+	for _, it := range items {
+		if strings.TrimSpace(it) == "" {
+			it = "?" // ECOS's placeholder for an empty item code
+		}
+		segs = append(segs, it)
+	}
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return c.base.URL(b.String(), ""), end, format, nil
+}
+
+// FormatDate writes a civil date as the cycle wants it: A 2024, S 2024S1,
+// Q 2024Q1, M 202401, SM 202401S1 (days 1–15) or 202401S2, D 20240101.
+func FormatDate(cycle string, d time.Time) (string, error) {
+	y, m, day := d.Date()
+	switch cycle {
+	case "A":
+		return fmt.Sprintf("%04d", y), nil
+	case "S":
+		return fmt.Sprintf("%04dS%d", y, (int(m)-1)/6+1), nil
+	case "Q":
+		return fmt.Sprintf("%04dQ%d", y, (int(m)-1)/3+1), nil
+	case "M":
+		return fmt.Sprintf("%04d%02d", y, int(m)), nil
+	case "SM":
+		half := 1
+		if day > 15 {
+			half = 2
+		}
+		return fmt.Sprintf("%04d%02dS%d", y, int(m), half), nil
+	case "D":
+		return fmt.Sprintf("%04d%02d%02d", y, int(m), day), nil
+	}
+	return "", fmt.Errorf("unknown ECOS cycle %q (expected A, S, Q, M, SM or D)", cycle)
+}

@@ -1,0 +1,109 @@
+// Package fred is the connector for FRED (Federal Reserve Bank of St.
+// Louis): series observations with the key in the query and errors carried
+// by the HTTP status and an error_code/error_message body.
+package fred
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/registry"
+)
+
+func init() {
+	connector.Register("fred", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+		return New(p, opts)
+	})
+}
+
+// ObservationsPath is the series observations endpoint.
+const ObservationsPath = "/fred/series/observations"
+
+// maxLimit is FRED's largest page (and its default).
+const maxLimit = 100000
+
+// ProbeDays is the probe window: wide enough that monthly and quarterly
+// series have an observation in it; the probe asks for one row.
+const ProbeDays = 400
+
+// Connector speaks FRED.
+type Connector struct {
+	base *connector.Base
+}
+
+var _ connector.Connector = (*Connector)(nil)
+
+// New returns a FRED connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	b, err := connector.NewBase(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Connector{base: b}, nil
+}
+
+// Fetch asks for the series' observations from From to To
+// (observation_start/observation_end, YYYY-MM-DD). Limit sets limit;
+// Page > 1 sets offset = (Page-1) × limit.
+func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
+	return c.fetch(ctx, req, false, false)
+}
+
+// Probe asks for the newest observation of the last ProbeDays days
+// (limit=1, sort_order=desc) and discards it.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+	today := c.base.Today()
+	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
+		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true, true)
+	return connector.Drain(resp, err)
+}
+
+func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, newestFirst bool) (*connector.Response, error) {
+	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
+	ds := req.Dataset
+	if ds == nil || ds.Request.SeriesID == "" {
+		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.series_id"})
+	}
+	call.Dataset = ds.ID
+	key, err := c.base.Credential("api_key")
+	if err != nil {
+		return nil, c.base.Fail(call, 0, connector.AsError(err))
+	}
+	r := ds.Request
+	format := r.Format
+	if format == "" {
+		format = "json"
+	}
+	param := c.base.Provider().Auth.Param
+	if param == "" {
+		param = "api_key"
+	}
+	from, to := connector.CivilDate(req.From), connector.CivilDate(req.To)
+	q := []registry.Param{
+		{Name: "series_id", Value: r.SeriesID},
+		{Name: param, Value: key},
+		{Name: "file_type", Value: format},
+		{Name: "observation_start", Value: from.Format("2006-01-02")},
+		{Name: "observation_end", Value: to.Format("2006-01-02")},
+	}
+	for _, p := range r.ExpandParams(from, to) {
+		if !connector.HasParam(q, p.Name) {
+			q = append(q, p)
+		}
+	}
+	limit := maxLimit
+	if req.Limit > 0 {
+		limit = min(req.Limit, maxLimit)
+		q = append(q, registry.Param{Name: "limit", Value: strconv.Itoa(limit)})
+	}
+	offset := (req.PageOrFirst() - 1) * limit
+	if offset > 0 {
+		q = append(q, registry.Param{Name: "offset", Value: strconv.Itoa(offset)})
+	}
+	if newestFirst {
+		q = append(q, registry.Param{Name: "sort_order", Value: "desc"})
+	}
+	return c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL(ObservationsPath, connector.EncodeQuery(q)),
+		Format: format, Classify: func(h connector.Head) connector.Verdict { return Classify(h, offset+limit) }})
+}

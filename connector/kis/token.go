@@ -1,0 +1,192 @@
+package kis
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+)
+
+// Token lifetime rules.
+const (
+	// RefreshBefore is how long before its expiry a token is replaced.
+	RefreshBefore = 60 * time.Minute
+	// MinIssueInterval is the least time between two token requests for
+	// one app key (EGW00133 otherwise).
+	MinIssueInterval = time.Minute
+	// defaultLifetime applies when the answer names no expiry.
+	defaultLifetime = 24 * time.Hour
+	// maxTokenAnswer bounds the token answer read.
+	maxTokenAnswer = 64 << 10
+)
+
+// TokenPath is the token endpoint.
+const TokenPath = "/oauth2/tokenP"
+
+// TokenKey is the store key of an app key at a host: a SHA-256 of both, so
+// that neither the app key nor anything derived cheaply from it is ever a
+// file name, and the mock and real hosts never share a token.
+func TokenKey(baseURL, appKey string) string {
+	sum := sha256.Sum256([]byte("kis\x00" + baseURL + "\x00" + appKey))
+	return "kis-" + hex.EncodeToString(sum[:16])
+}
+
+// usable reports whether t can be sent now: set, not the rejected one and
+// not yet within RefreshBefore of its expiry.
+func usable(t connector.Token, now time.Time, rejected string) bool {
+	return t.AccessToken != "" && t.AccessToken != rejected && now.Before(t.ExpiresAt.Add(-RefreshBefore))
+}
+
+// token returns an access token for the app key: the cached one, else the
+// stored one, else one issued under the store's lock by exactly one caller
+// across every process. rejected names a token the gateway refused, which
+// is never returned again.
+func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected string) (string, error) {
+	if t, ok := c.memory(rejected); ok {
+		return t, nil
+	}
+	// Single flight: one refresh at a time in this process; the others wait
+	// here and then find the fresh token in memory.
+	select {
+	case c.flight <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("waiting for the kis token: %w", ctx.Err())
+	}
+	defer func() { <-c.flight }()
+	if t, ok := c.memory(rejected); ok {
+		return t, nil
+	}
+	key := TokenKey(c.base.BaseURL(), appKey)
+	log := c.base.Logger()
+	if st, ok, err := c.store.Load(ctx, key); err != nil {
+		log.Warn("reading the kis token store", "error", err)
+	} else if ok && usable(st, c.base.Now(), rejected) {
+		c.remember(st)
+		return st.AccessToken, nil
+	}
+	var out connector.Token
+	err := c.store.WithLock(ctx, key, func(ctx context.Context) error {
+		st, ok, err := c.store.Load(ctx, key)
+		if err != nil {
+			return fmt.Errorf("loading kis token: %w", err)
+		}
+		now := c.base.Now()
+		if ok && usable(st, now, rejected) {
+			out = st
+			return nil
+		}
+		stillValid := ok && st.Valid(now) && st.AccessToken != rejected
+		if ok && !st.RequestedAt.IsZero() && now.Sub(st.RequestedAt) < MinIssueInterval {
+			if stillValid {
+				out = st // in its refresh window, but valid: keep using it
+				return nil
+			}
+			wait := MinIssueInterval - now.Sub(st.RequestedAt)
+			return c.base.Fail(connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallToken}, 0,
+				&connector.Error{Class: connector.RateLimited, Code: CodeTokenThrottle, RetryAfter: wait,
+					Message: fmt.Sprintf("the kis token was refused and a new one was requested %s ago; the token endpoint allows one request a minute per app key", now.Sub(st.RequestedAt).Round(time.Second))})
+		}
+		// Record the request before sending it, so that a crash or a failed
+		// answer still counts against the once-a-minute rule.
+		st.RequestedAt = now
+		if err := c.store.Save(ctx, key, st); err != nil {
+			return fmt.Errorf("recording the kis token request: %w", err)
+		}
+		issued, err := c.issue(ctx, appKey, appSecret)
+		if err != nil {
+			if stillValid {
+				log.Warn("refreshing the kis token failed; the current one stays valid until it expires",
+					"expires_at", st.ExpiresAt, "error", err)
+				out = st
+				return nil
+			}
+			return err
+		}
+		issued.RequestedAt = now
+		if err := c.store.Save(ctx, key, issued); err != nil {
+			return fmt.Errorf("saving the kis token: %w", err)
+		}
+		log.Info("issued kis token", "expires_at", issued.ExpiresAt)
+		out = issued
+		return nil
+	})
+	if err != nil {
+		var e *connector.Error
+		if errors.As(err, &e) || ctx.Err() != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("getting kis token: %w", err)
+	}
+	c.remember(out)
+	return out.AccessToken, nil
+}
+
+func (c *Connector) memory(rejected string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if usable(c.cached, c.base.Now(), rejected) {
+		return c.cached.AccessToken, true
+	}
+	return "", false
+}
+
+func (c *Connector) remember(t connector.Token) {
+	c.base.Secrets().Add(t.AccessToken)
+	c.mu.Lock()
+	c.cached = t
+	c.mu.Unlock()
+}
+
+// issue asks the token endpoint for a new token.
+func (c *Connector) issue(ctx context.Context, appKey, appSecret string) (connector.Token, error) {
+	body, err := json.Marshal(map[string]string{
+		"grant_type": "client_credentials", "appkey": appKey, "appsecret": appSecret,
+	})
+	if err != nil {
+		return connector.Token{}, fmt.Errorf("encoding kis token request: %w", err)
+	}
+	h := http.Header{}
+	h.Set("content-type", "application/json; charset=utf-8")
+	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallToken}
+	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, Method: http.MethodPost,
+		URL: c.base.URL(TokenPath, ""), Header: h, Body: body, Format: "json", Classify: classifyToken})
+	if err != nil {
+		return connector.Token{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
+	if err != nil {
+		return connector.Token{}, err
+	}
+	var a tokenAnswer
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	if err := dec.Decode(&a); err != nil || a.AccessToken == "" {
+		return connector.Token{}, c.base.Fail(call, resp.Status, &connector.Error{Class: connector.Transient,
+			Message: "the token answer holds no access_token"})
+	}
+	c.base.Secrets().Add(a.AccessToken)
+	now := c.base.Now()
+	return connector.Token{AccessToken: a.AccessToken, IssuedAt: now, ExpiresAt: expiry(a, now)}, nil
+}
+
+// expiry reads access_token_token_expired ("2006-01-02 15:04:05", KST),
+// else expires_in seconds from now, else a day.
+func expiry(a tokenAnswer, now time.Time) time.Time {
+	if t, err := time.ParseInLocation(time.DateTime, strings.TrimSpace(a.Expired), kst); err == nil {
+		return t
+	}
+	if s, err := strconv.ParseInt(a.ExpiresIn.String(), 10, 64); err == nil && s > 0 {
+		return now.Add(time.Duration(s) * time.Second)
+	}
+	return now.Add(defaultLifetime)
+}

@@ -1,0 +1,64 @@
+package connector
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/registry"
+)
+
+// Request asks a connector for one dataset over a range of civil dates.
+type Request struct {
+	Provider *registry.Provider
+	Dataset  *registry.Dataset
+	// From and To are civil dates in the provider's timezone (only the
+	// year, month and day are used); To == From asks for one day.
+	From, To time.Time
+	// Page is the 1-based page for providers that page (ECOS rows, data.go.kr
+	// pageNo, KIS tr_cont continuation); 0 means 1.
+	Page int
+	// Limit overrides the dataset's page size (rows per call) when > 0.
+	// Probes use it to ask for a handful of rows.
+	Limit int
+}
+
+// PageOrFirst returns Page, or 1 when Page is 0 or negative.
+func (r Request) PageOrFirst() int {
+	if r.Page < 1 {
+		return 1
+	}
+	return r.Page
+}
+
+// Response is a provider's answer, its head already inspected for errors.
+type Response struct {
+	// Body yields the response body exactly as the provider sent it
+	// (transport compression removed), including the head that was peeked.
+	// Read errors are classified (*Error, Transient). The caller must close
+	// it.
+	Body io.ReadCloser
+	// Status is the HTTP status.
+	Status int
+	// Header holds the selected response headers (see SelectedHeaders).
+	Header http.Header
+	// URL is the request URL with every secret redacted.
+	URL string
+	// ContentType is the Content-Type the provider sent.
+	ContentType string
+	// Ext is "json" or "xml": sniffed from the body, else the content type,
+	// else the format asked.
+	Ext string
+	// More reports that the provider said further pages follow (KIS
+	// tr_cont M/F, ECOS list_total_count beyond this page, data.go.kr
+	// totalCount beyond this page when it was in the head). False does not
+	// prove this is the last page for data.go.kr, whose totalCount may come
+	// after the head.
+	More bool
+}
+
+// SelectedHeaders are the response headers a Response keeps.
+var SelectedHeaders = []string{
+	"Content-Type", "Content-Length", "Content-Encoding", "Date", "Last-Modified", "ETag",
+	"Retry-After", "Remaining-Req", "tr_cont", "tr_id", "gt_uid",
+}

@@ -1,0 +1,130 @@
+package upbit
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+)
+
+// Waits after throttling answers without Retry-After.
+const (
+	// RateLimitWait: the limits are per second.
+	RateLimitWait = time.Second
+	// DefaultBlock is assumed for a 418 that names no block time; the
+	// real block grows with every repeat.
+	DefaultBlock = time.Minute
+)
+
+// authNames are the 401 error names UPBIT documents.
+var authNames = map[string]bool{
+	"invalid_query_payload": true, "jwt_verification": true, "expired_access_key": true,
+	"nonce_used": true, "no_authorization_i_p": true, "out_of_scope": true,
+}
+
+// envelope is what the head of an UPBIT answer says.
+type envelope struct {
+	name, message string
+	rootArray     bool
+	emptyArray    bool
+}
+
+func readEnvelope(head []byte) envelope {
+	var env envelope
+	connector.WalkJSON(head, func(ev connector.JSONEvent) bool {
+		switch {
+		case len(ev.Path) == 0 && ev.Token == json.Delim('['):
+			env.rootArray = true
+		case len(ev.Path) == 0 && ev.Token == json.Delim(']'):
+			env.emptyArray = ev.Empty
+		case ev.At("error", "name"):
+			env.name = ev.String()
+		case ev.At("error", "message"):
+			env.message = ev.String()
+		case env.rootArray:
+			return false // candles are data
+		}
+		return true
+	})
+	return env
+}
+
+// Classify decides an UPBIT answer: 200 with an empty array is NoData; 429
+// RateLimited (Retry-After, else a second); 418 Blocked until Retry-After,
+// or a time the message names, or DefaultBlock; 401 AuthFailed; other 4xx
+// BadRequest; 5xx Transient. The Code is the error name when the body
+// gives one, else the status.
+func Classify(h connector.Head) connector.Verdict {
+	env := envelope{}
+	isJSON := connector.Sniff(h.Bytes) == "json"
+	if isJSON {
+		env = readEnvelope(h.Bytes)
+	}
+	if h.Status >= 200 && h.Status <= 299 {
+		if !isJSON {
+			return connector.Fail(connector.Transient, "", "expected a JSON answer, got: "+connector.Snippet(h.Bytes, 160))
+		}
+		if env.name != "" {
+			return connector.Fail(connector.BadRequest, env.name, env.message)
+		}
+		if env.rootArray && env.emptyArray {
+			return connector.Fail(connector.NoData, "", "no candles in the range")
+		}
+		return connector.Verdict{}
+	}
+	code := env.name
+	if code == "" {
+		code = strconv.Itoa(h.Status)
+	}
+	msg := env.message
+	if msg == "" {
+		msg = http.StatusText(h.Status)
+	}
+	switch {
+	case h.Status == http.StatusTooManyRequests:
+		v := connector.Fail(connector.RateLimited, code, msg)
+		v.Err.RetryAfter = RateLimitWait
+		if d, ok := connector.RetryAfter(h.Header, h.Now); ok {
+			v.Err.RetryAfter = d
+		}
+		return v
+	case h.Status == http.StatusTeapot:
+		d, ok := connector.RetryAfter(h.Header, h.Now)
+		if !ok {
+			d, ok = blockFromMessage(msg)
+		}
+		if !ok {
+			d = DefaultBlock
+		}
+		v := connector.Fail(connector.Blocked, code, msg)
+		v.Err.Until = h.Now.Add(d)
+		return v
+	case h.Status == http.StatusUnauthorized || authNames[env.name]:
+		return connector.Fail(connector.AuthFailed, code, msg)
+	}
+	v := connector.StatusVerdict(h, RateLimitWait)
+	v.Err.Code = code
+	if env.message != "" {
+		v.Err.Message = env.message
+	}
+	return v
+}
+
+// blockTime finds "N초", "N seconds", "N sec" or "Ns" in a 418 message.
+var blockTime = regexp.MustCompile(`(\d{1,6})\s*(초|seconds?|secs?|s\b)`)
+
+func blockFromMessage(msg string) (time.Duration, bool) {
+	m := blockTime.FindStringSubmatch(strings.ToLower(msg))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}

@@ -1,0 +1,160 @@
+// Package upbit is the connector for the UPBIT Open API: daily candles
+// (public quotation, no key), HS512 JWT signing for exchange endpoints, the
+// Remaining-Req header parsed for the rate limiter, and 429/418 classified
+// as RateLimited and Blocked.
+package upbit
+
+import (
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/registry"
+)
+
+func init() {
+	connector.Register("upbit", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+		return New(p, opts)
+	})
+}
+
+// DaysPath is the daily candles endpoint, the default path.
+const DaysPath = "/v1/candles/days"
+
+// MaxCount is the most candles one call returns.
+const MaxCount = 200
+
+// quotationPrefixes are the public endpoints, which need no JWT.
+var quotationPrefixes = []string{"/v1/candles/", "/v1/market/", "/v1/trades/", "/v1/ticker", "/v1/orderbook"}
+
+// Connector speaks UPBIT.
+type Connector struct {
+	base *connector.Base
+}
+
+var _ connector.Connector = (*Connector)(nil)
+
+// New returns an UPBIT connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	b, err := connector.NewBase(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Connector{base: b}, nil
+}
+
+// Fetch asks for the daily candles of From … To, civil dates of UTC
+// candle days (a candle day runs 00:00–24:00 UTC, 09:00–09:00 KST):
+// to = the day after To at 00:00:00 UTC (exclusive), count = the days in
+// the range, at most MaxCount. Page is ignored: page by date range.
+func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
+	return c.fetch(ctx, req, false)
+}
+
+// Probe asks for today's single candle (count=1) and discards it.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+	today := connector.CivilDate(c.base.Now().UTC())
+	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: today, To: today}, true)
+	return connector.Drain(resp, err)
+}
+
+// CandleWindow returns the to and count parameters of the daily candles
+// covering the civil dates from … to (UTC candle days).
+func CandleWindow(from, to time.Time) (toParam string, count int, err error) {
+	f, t := connector.CivilDate(from), connector.CivilDate(to)
+	if t.Before(f) {
+		return "", 0, fmt.Errorf("the range ends (%s) before it starts (%s)", t.Format(time.DateOnly), f.Format(time.DateOnly))
+	}
+	count = int(t.Sub(f).Hours()/24) + 1
+	if count > MaxCount {
+		return "", 0, fmt.Errorf("%d days asked; UPBIT answers at most %d candles a call: split the range", count, MaxCount)
+	}
+	return t.AddDate(0, 0, 1).Format("2006-01-02T15:04:05Z"), count, nil
+}
+
+func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
+	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
+	ds := req.Dataset
+	if ds == nil || ds.Request.Market == "" {
+		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.market"})
+	}
+	call.Dataset = ds.ID
+	toParam, count, err := CandleWindow(req.From, req.To)
+	if err != nil {
+		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: err.Error()})
+	}
+	if req.Limit > 0 && req.Limit < count {
+		count = req.Limit
+	}
+	r := ds.Request
+	path := r.Path
+	if path == "" {
+		path = DaysPath
+	}
+	q := []registry.Param{{Name: "market", Value: r.Market}, {Name: "to", Value: toParam}, {Name: "count", Value: strconv.Itoa(count)}}
+	for _, p := range r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To)) {
+		if !connector.HasParam(q, p.Name) {
+			q = append(q, p)
+		}
+	}
+	h := http.Header{}
+	h.Set("Accept", "application/json")
+	if !quotation(path) {
+		auth, err := c.sign(q)
+		if err != nil {
+			return nil, c.base.Fail(call, 0, connector.AsError(err))
+		}
+		h.Set("Authorization", auth)
+	}
+	return c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL((&url.URL{Path: path}).EscapedPath(), connector.EncodeQuery(q)),
+		Header: h, Format: "json", Classify: Classify})
+}
+
+func quotation(path string) bool {
+	for _, p := range quotationPrefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sign returns the Authorization header of an exchange call: an HS512 JWT
+// with access_key, a fresh nonce and, when there are parameters, the hex
+// SHA-512 of the unescaped query string as query_hash.
+func (c *Connector) sign(q []registry.Param) (string, error) {
+	access, err := c.base.Credential("access_key")
+	if err != nil {
+		return "", err
+	}
+	secret, err := c.base.Credential("secret_key")
+	if err != nil {
+		return "", err
+	}
+	claims := jwt.MapClaims{"access_key": access, "nonce": uuid.NewString()}
+	if len(q) > 0 {
+		raw, err := url.QueryUnescape(connector.EncodeQuery(q))
+		if err != nil {
+			return "", fmt.Errorf("hashing upbit query: %w", err)
+		}
+		sum := sha512.Sum512([]byte(raw))
+		claims["query_hash"] = hex.EncodeToString(sum[:])
+		claims["query_hash_alg"] = "SHA512"
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS512, claims).SignedString([]byte(secret))
+	if err != nil {
+		return "", fmt.Errorf("signing upbit request: %w", err)
+	}
+	c.base.Secrets().Add(tok)
+	return "Bearer " + tok, nil
+}
