@@ -47,6 +47,7 @@ type DatasetResult struct {
 	Skipped         bool          `json:"skipped,omitempty"`
 	Duration        time.Duration `json:"duration,omitempty"`
 	Attempts        int32         `json:"attempts,omitempty"`
+	Finished        time.Time     `json:"finished"` // when the workflow saw it complete
 	ErrorType       string        `json:"error_type,omitempty"`
 	Error           string        `json:"error,omitempty"`
 }
@@ -140,6 +141,7 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 				}
 			}
 			prog.Done++
+			r.Finished = workflow.Now(ctx)
 			res.Results[i] = r
 		})
 	}
