@@ -1,0 +1,101 @@
+package sink
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+func testRecord() record {
+	return record{
+		RawSHA256: strings.Repeat("ab", 32), RawSize: 1843, CompressedSize: 297,
+		ContentType: "application/json", SourceURL: "https://h/p?api_key=REDACTED",
+		FetchedAt: time.Date(2025, 1, 2, 9, 0, 0, 0, time.UTC), Writer: "v1.2.3",
+	}
+}
+
+func TestTrailerRoundTrip(t *testing.T) {
+	data := []byte("pretend zstd frames")
+	file, err := appendTrailer(append([]byte(nil), data...), testRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, n, err := readTrailer(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec != testRecord() {
+		t.Errorf("read back %+v, want %+v", rec, testRecord())
+	}
+	if int64(len(file))-n != int64(len(data)) {
+		t.Errorf("trailer length %d leaves %d data bytes, want %d", n, int64(len(file))-n, len(data))
+	}
+}
+
+// TestTrailerIsInvisibleToZstd: a plain zstd decoder reads a local lake
+// file as the raw bytes, skipping the metadata frame.
+func TestTrailerIsInvisibleToZstd(t *testing.T) {
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := kisDailyIndexChart(50, 1)
+	file, err := appendTrailer(enc.EncodeAll(raw, nil), testRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	got, err := io.ReadAll(dec)
+	if err != nil {
+		t.Fatalf("decoding a file with a trailer: %v", err)
+	}
+	if !bytes.Equal(got, raw) {
+		t.Errorf("decoded %d bytes, want the %d raw bytes", len(got), len(raw))
+	}
+}
+
+func TestTrailerAbsentOrDamaged(t *testing.T) {
+	good, _ := appendTrailer([]byte("data"), testRecord())
+	for name, file := range map[string][]byte{
+		"empty":        nil,
+		"plain zstd":   []byte("\x28\xb5\x2f\xfd\x00\x00\x01\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09"),
+		"bad json":     bytes.Replace(good, []byte(`"raw_sha256"`), []byte(`"raw_sha256`), 1),
+		"bad sha":      bytes.Replace(good, []byte("abab"), []byte("zzzz"), 1),
+		"truncated":    good[5:],
+		"huge length":  append(good[:len(good)-8], 0xff, 0xff, 0xff, 0x7f, 'S', 'L', 'M', 'D'),
+		"bad magic":    append([]byte("data\x00\x00\x00\x00"), good[12:]...),
+		"only trailer": good[4+8:],
+	} {
+		if _, _, err := readTrailer(bytes.NewReader(file), int64(len(file))); !errors.Is(err, errNoTrailer) {
+			t.Errorf("%s: readTrailer error = %v, want errNoTrailer", name, err)
+		}
+	}
+}
+
+func FuzzReadTrailer(f *testing.F) {
+	good, _ := appendTrailer([]byte("data"), testRecord())
+	f.Add(good)
+	f.Add([]byte("SLMD"))
+	f.Add(append([]byte("\x5c\x2a\x4d\x18\x0a\x00\x00\x00{}"), 2, 0, 0, 0, 'S', 'L', 'M', 'D'))
+	f.Fuzz(func(t *testing.T, file []byte) {
+		rec, n, err := readTrailer(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			return
+		}
+		if n <= 0 || n > int64(len(file)) {
+			t.Fatalf("trailer length %d in a %d-byte file", n, len(file))
+		}
+		if err := rec.validate(); err != nil {
+			t.Fatalf("accepted an invalid record %+v: %v", rec, err)
+		}
+	})
+}
