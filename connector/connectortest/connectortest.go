@@ -133,3 +133,13 @@ func AssertNoSecrets(t testing.TB, what, text string, secrets ...string) {
 func Encodings(s string) []string {
 	return connector.SecretForms(s)
 }
+
+// SecretValuesOf returns the values of a credential map (e.g. the
+// simulator's test credentials).
+func SecretValuesOf(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -9,6 +9,10 @@ import (
 	"github.com/sluicehq/sluice/connector"
 )
 
+// Service is the ECOS service the connector asks, and the root of its
+// answers.
+const Service = "StatisticSearch"
+
 // ThrottleWait is how long to wait after ERROR-602; ECOS names no time
 // ("잠시후 이용해주시기 바랍니다").
 const ThrottleWait = 10 * time.Second
@@ -32,7 +36,7 @@ var codeClasses = map[string]connector.Class{
 // envelope is what the head of an ECOS answer says.
 type envelope struct {
 	code, message string
-	service       bool // the StatisticSearch (or any service) element opened
+	root          string // the first member (JSON) or root element (XML)
 	total         int64
 	hasTotal      bool
 	emptyRows     bool
@@ -43,7 +47,8 @@ type envelope struct {
 // {"RESULT":{"CODE":…,"MESSAGE":…}} (or <RESULT> in XML): INFO-200 is
 // NoData, ERROR-602 RateLimited, INFO-100 AuthFailed, parameter errors
 // BadRequest, server errors Transient. A list_total_count of 0 or an empty
-// row array is NoData; a list_total_count beyond end means more pages.
+// row array is NoData; a list_total_count beyond end means more pages. Any
+// other answer (an HTML maintenance page) is Transient.
 func Classify(h connector.Head, end int) connector.Verdict {
 	var env envelope
 	switch connector.Sniff(h.Bytes) {
@@ -79,6 +84,9 @@ func Classify(h connector.Head, end int) connector.Verdict {
 	if h.Status < 200 || h.Status > 299 {
 		return connector.StatusVerdict(h, ThrottleWait)
 	}
+	if env.root != Service {
+		return connector.Fail(connector.Transient, "", "expected a "+Service+" or RESULT answer, got: "+connector.Snippet(h.Bytes, 160))
+	}
 	if (env.hasTotal && env.total == 0) || env.emptyRows {
 		return connector.Fail(connector.NoData, "", "the answer holds no rows")
 	}
@@ -94,8 +102,8 @@ func readJSON(head []byte) envelope {
 			env.code = strings.TrimSpace(ev.String())
 		case n >= 2 && ev.Path[n-2] == "RESULT" && ev.Path[n-1] == "MESSAGE":
 			env.message = strings.TrimSpace(ev.String())
-		case n == 1 && ev.Path[0] != "RESULT" && ev.Token == json.Delim('{'):
-			env.service = true
+		case n == 1 && env.root == "":
+			env.root = ev.Path[0]
 		case n == 2 && ev.Path[1] == "list_total_count":
 			if v, err := strconv.ParseInt(ev.String(), 10, 64); err == nil {
 				env.total, env.hasTotal = v, true
@@ -114,8 +122,8 @@ func readXML(head []byte) envelope {
 	connector.WalkXML(head, func(ev connector.XMLEvent) bool {
 		switch {
 		case ev.Start:
-			if len(ev.Path) == 1 && ev.Path[0] != "RESULT" {
-				env.service = true
+			if len(ev.Path) == 1 {
+				env.root = ev.Path[0]
 			}
 			if ev.At("row") {
 				return false

@@ -124,7 +124,7 @@ func (c *Connector) build(req connector.Request) (u string, end int, format stri
 	if format == "" {
 		format = "json"
 	}
-	segs := []string{"api", "StatisticSearch", key, format, "kr", strconv.Itoa(start), strconv.Itoa(end),
+	segs := []string{"api", Service, key, format, "kr", strconv.Itoa(start), strconv.Itoa(end),
 		r.StatCode, r.Cycle, from, to}
 	items := r.Items
 	for len(items) > 0 && strings.TrimSpace(items[len(items)-1]) == "" {

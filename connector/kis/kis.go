@@ -36,8 +36,9 @@ type Connector struct {
 	store connector.TokenStore
 
 	flight chan struct{} // one token refresh at a time in this process
-	mu     sync.Mutex
-	cached connector.Token
+	mu       sync.Mutex
+	cached   connector.Token
+	rejected string // the last token the gateway refused
 }
 
 var _ connector.Connector = (*Connector)(nil)
@@ -62,7 +63,10 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 
 // Fetch asks for the dataset's endpoint with its parameters ({from} and
 // {to} filled in). A token the gateway rejects (EGW00121, EGW00123) is
-// replaced once and the call sent again; a second rejection is AuthFailed.
+// replaced once and the call sent again; a second rejection, or the
+// rejection of a token issued for this call, is AuthFailed. When the
+// replacement would break the once-a-minute rule the call fails
+// RateLimited (EGW00133) with the wait, and tokenP is not asked.
 // Page > 1 sends tr_cont: N, the continuation of a previous answer whose
 // tr_cont was M or F.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
@@ -97,7 +101,7 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	if err != nil {
 		return nil, c.base.Fail(call, 0, connector.AsError(err))
 	}
-	tok, err := c.token(ctx, appKey, appSecret, "")
+	tok, fresh, err := c.token(ctx, appKey, appSecret, "")
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +110,23 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	if err == nil || !errors.As(err, &e) || !tokenRejected(e.Code) {
 		return resp, err
 	}
+	if fresh {
+		// A token issued for this very call was refused: waiting or asking
+		// again will not help (and tokenP allows one request a minute).
+		c.forget(tok)
+		e.Message = "a newly issued token was refused: " + e.Message
+		return nil, err
+	}
 	c.base.Logger().Info("kis token rejected; replacing it", "dataset", ds.ID, "code", e.Code)
-	tok2, err := c.token(ctx, appKey, appSecret, tok)
+	tok2, _, err := c.token(ctx, appKey, appSecret, tok)
 	if err != nil {
 		return nil, err
 	}
-	return c.send(ctx, call, req, appKey, appSecret, tok2)
+	resp, err = c.send(ctx, call, req, appKey, appSecret, tok2)
+	if err != nil && errors.As(err, &e) && tokenRejected(e.Code) {
+		c.forget(tok2)
+	}
+	return resp, err
 }
 
 func (c *Connector) send(ctx context.Context, call connector.Call, req connector.Request, appKey, appSecret, tok string) (*connector.Response, error) {

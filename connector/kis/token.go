@@ -49,32 +49,36 @@ func usable(t connector.Token, now time.Time, rejected string) bool {
 // token returns an access token for the app key: the cached one, else the
 // stored one, else one issued under the store's lock by exactly one caller
 // across every process. rejected names a token the gateway refused, which
-// is never returned again.
-func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected string) (string, error) {
+// is never returned again. fresh reports that this call issued the token.
+func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected string) (tok string, fresh bool, err error) {
+	if rejected != "" {
+		c.forget(rejected)
+	}
 	if t, ok := c.memory(rejected); ok {
-		return t, nil
+		return t, false, nil
 	}
 	// Single flight: one refresh at a time in this process; the others wait
 	// here and then find the fresh token in memory.
 	select {
 	case c.flight <- struct{}{}:
 	case <-ctx.Done():
-		return "", fmt.Errorf("waiting for the kis token: %w", ctx.Err())
+		return "", false, fmt.Errorf("waiting for the kis token: %w", ctx.Err())
 	}
 	defer func() { <-c.flight }()
 	if t, ok := c.memory(rejected); ok {
-		return t, nil
+		return t, false, nil
 	}
 	key := TokenKey(c.base.BaseURL(), appKey)
 	log := c.base.Logger()
+	rejected = c.rejectedToken(rejected)
 	if st, ok, err := c.store.Load(ctx, key); err != nil {
 		log.Warn("reading the kis token store", "error", err)
 	} else if ok && usable(st, c.base.Now(), rejected) {
 		c.remember(st)
-		return st.AccessToken, nil
+		return st.AccessToken, false, nil
 	}
 	var out connector.Token
-	err := c.store.WithLock(ctx, key, func(ctx context.Context) error {
+	err = c.store.WithLock(ctx, key, func(ctx context.Context) error {
 		st, ok, err := c.store.Load(ctx, key)
 		if err != nil {
 			return fmt.Errorf("loading kis token: %w", err)
@@ -116,27 +120,49 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 			return fmt.Errorf("saving the kis token: %w", err)
 		}
 		log.Info("issued kis token", "expires_at", issued.ExpiresAt)
-		out = issued
+		out, fresh = issued, true
 		return nil
 	})
 	if err != nil {
 		var e *connector.Error
 		if errors.As(err, &e) || ctx.Err() != nil {
-			return "", err
+			return "", false, err
 		}
-		return "", fmt.Errorf("getting kis token: %w", err)
+		return "", false, fmt.Errorf("getting kis token: %w", err)
 	}
 	c.remember(out)
-	return out.AccessToken, nil
+	return out.AccessToken, fresh, nil
 }
 
 func (c *Connector) memory(rejected string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if rejected == "" {
+		rejected = c.rejected
+	}
 	if usable(c.cached, c.base.Now(), rejected) {
 		return c.cached.AccessToken, true
 	}
 	return "", false
+}
+
+// forget marks a token the gateway refused: this process never sends it
+// again.
+func (c *Connector) forget(tok string) {
+	c.mu.Lock()
+	c.rejected = tok
+	c.mu.Unlock()
+}
+
+// rejectedToken returns the token to avoid: the one named, else the last
+// one the gateway refused in this process.
+func (c *Connector) rejectedToken(rejected string) string {
+	if rejected != "" {
+		return rejected
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rejected
 }
 
 func (c *Connector) remember(t connector.Token) {

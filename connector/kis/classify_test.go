@@ -1,0 +1,118 @@
+package kis
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+)
+
+func head(status int, body string, h http.Header) connector.Head {
+	if h == nil {
+		h = http.Header{}
+	}
+	return connector.Head{Status: status, Header: h, Bytes: []byte(body), Complete: len(body) < connector.HeadSize,
+		Format: "json", Now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Location: time.UTC}
+}
+
+func TestClassify(t *testing.T) {
+	big := `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"ok","output1":{},"output2":[` + strings.Repeat(`{"stck_bsop_date":"20250101"},`, 300) + `{}]}`
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		h      http.Header
+		class  connector.Class // 0: success
+		code   string
+		more   bool
+	}{
+		{"success", 200, `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"정상처리 되었습니다.","output1":{"a":"1"},"output2":[{"b":"2"}]}`, nil, 0, "", false},
+		{"success, big body cut by the head", 200, big[:connector.HeadSize], nil, 0, "", false},
+		{"more pages", 200, `{"rt_cd":"0","output":[{"a":"1"}]}`, http.Header{"Tr_cont": {"F"}}, 0, "", true},
+		{"rate limited 500", 500, `{"rt_cd":"1","msg_cd":"EGW00201","msg1":"초당 거래건수를 초과하였습니다."}`, nil, connector.RateLimited, "EGW00201", false},
+		{"rate limited 200", 200, `{"rt_cd":"1","msg_cd":"EGW00201","msg1":"초당 거래건수를 초과하였습니다."}`, nil, connector.RateLimited, "EGW00201", false},
+		{"expired token", 500, `{"rt_cd":"1","msg_cd":"EGW00123","msg1":"기간이 만료된 token 입니다."}`, nil, connector.AuthFailed, "EGW00123", false},
+		{"invalid token 401", 401, `{"rt_cd":"1","msg_cd":"EGW00121","msg1":"유효하지 않은 token 입니다."}`, nil, connector.AuthFailed, "EGW00121", false},
+		{"error_code shape", 403, `{"error_code":"EGW00105","error_description":"유효하지 않은 AppSecret입니다."}`, nil, connector.AuthFailed, "EGW00105", false},
+		{"business error", 200, `{"rt_cd":"7","msg_cd":"APBK0013","msg1":"조회할 자료가 없습니다"}`, nil, connector.BadRequest, "APBK0013", false},
+		{"empty outputs", 200, `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"","output1":{},"output2":[]}`, nil, connector.NoData, "MCA00000", false},
+		{"one empty one full", 200, `{"rt_cd":"0","output1":[],"output2":[{"a":"1"}]}`, nil, 0, "", false},
+		{"html", 200, `<html>점검중</html>`, nil, connector.Transient, "", false},
+		{"plain 503", 503, `Service Unavailable`, nil, connector.Transient, "503", false},
+		{"empty body 500", 500, ``, nil, connector.Transient, "500", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := classify(head(c.status, c.body, c.h))
+			if c.class == 0 {
+				if v.Err != nil || v.More != c.more {
+					t.Fatalf("verdict %+v (err %v), want success more=%v", v, v.Err, c.more)
+				}
+				return
+			}
+			if v.Err == nil || v.Err.Class != c.class || v.Err.Code != c.code {
+				t.Fatalf("verdict err %+v, want %v %q", v.Err, c.class, c.code)
+			}
+		})
+	}
+}
+
+func TestClassifyToken(t *testing.T) {
+	if v := classifyToken(head(200, `{"access_token":"x","token_type":"Bearer","expires_in":86400}`, nil)); v.Err != nil {
+		t.Errorf("good token answer: %v", v.Err)
+	}
+	v := classifyToken(head(403, `{"error_code":"EGW00133","error_description":"접근토큰 발급 잠시 후 다시 시도하세요(1분당 1회)"}`, nil))
+	if v.Err == nil || v.Err.Class != connector.RateLimited || v.Err.RetryAfter != time.Minute {
+		t.Errorf("EGW00133: %+v", v.Err)
+	}
+	v = classifyToken(head(500, `boom`, nil))
+	if v.Err == nil || v.Err.Class != connector.Transient || strings.Contains(v.Err.Message, "boom") {
+		t.Errorf("500: %+v", v.Err)
+	}
+	v = classifyToken(head(401, `{}`, nil))
+	if v.Err == nil || v.Err.Class != connector.AuthFailed || v.Err.Code != "401" {
+		t.Errorf("401: %+v", v.Err)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	now := time.Date(2024, 3, 11, 17, 18, 47, 0, time.UTC)
+	got := expiry(tokenAnswer{Expired: "2024-03-12 02:18:47"}, now)
+	if want := time.Date(2024, 3, 11, 17, 18, 47, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("KST expiry = %v, want %v", got, want)
+	}
+	if got := expiry(tokenAnswer{ExpiresIn: "3600"}, now); !got.Equal(now.Add(time.Hour)) {
+		t.Errorf("expires_in expiry = %v", got)
+	}
+	if got := expiry(tokenAnswer{}, now); !got.Equal(now.Add(24 * time.Hour)) {
+		t.Errorf("default expiry = %v", got)
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	for _, s := range []string{
+		`{"rt_cd":"0","msg_cd":"MCA00000","msg1":"ok","output1":{},"output2":[]}`,
+		`{"rt_cd":"1","msg_cd":"EGW00201","msg1":"초당 거래건수를 초과하였습니다."}`,
+		`{"error_code":"EGW00133","error_description":"x"}`,
+		`{"rt_cd":`, `<html>`, ``, `[]`, `{"output2":[[[[`,
+	} {
+		f.Add(200, []byte(s))
+		f.Add(500, []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		h := connector.Head{Status: status, Header: http.Header{}, Bytes: body, Complete: true}
+		if v := classify(h); v.Err != nil && v.Err.Class == 0 {
+			t.Fatalf("unclassified error %+v", v.Err)
+		}
+		if v := classifyToken(h); v.Err != nil && v.Err.Class == 0 {
+			t.Fatalf("unclassified token error %+v", v.Err)
+		}
+		if status == 200 && len(body) > 0 {
+			if v := classify(h); v.Err == nil && connector.Sniff(body) != "json" {
+				t.Fatalf("a non-JSON 200 body passed: %q", body)
+			}
+		}
+	})
+}

@@ -1,0 +1,553 @@
+package kis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/connector/connectortest"
+	"github.com/sluicehq/sluice/connector/kis"
+	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/registry"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var t0 = time.Date(2025, 2, 3, 0, 30, 0, 0, time.UTC) // 09:30 KST
+
+type env struct {
+	reg   *registry.Registry
+	ds    *registry.Dataset
+	fake  *fakeKIS
+	url   string
+	clk   *clock
+	store string
+	log   *connectortest.Log
+	lg    func() connector.Options
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	reg := connectortest.Registry(t)
+	clk := &clock{t: t0}
+	fake, srv := newFakeKIS(t, t0)
+	e := &env{reg: reg, ds: reg.Dataset(connectortest.KISDataset), fake: fake, url: srv.URL, clk: clk,
+		store: filepath.Join(t.TempDir(), "tokens")}
+	log, lg := connectortest.NewLog()
+	e.log = log
+	e.lg = func() connector.Options {
+		st, err := tokenstore.NewFile(e.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return connector.Options{BaseURL: e.url, Credentials: connectortest.Credentials(), TokenStore: st,
+			Logger: lg, Now: clk.Now}
+	}
+	return e
+}
+
+// moveTo sets both clocks.
+func (e *env) advance(d time.Duration) {
+	e.clk.Add(d)
+	e.fake.setNow(e.clk.Now())
+}
+
+func (e *env) connector(t *testing.T, mod ...func(*connector.Options)) *kis.Connector {
+	t.Helper()
+	opts := e.lg()
+	for _, m := range mod {
+		m(&opts)
+	}
+	c, err := kis.New(e.reg.Provider("kis"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) request() connector.Request {
+	return connector.Request{Provider: e.reg.Provider("kis"), Dataset: e.ds,
+		From: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2025, 1, 31, 0, 0, 0, 0, time.UTC)}
+}
+
+func fetchBody(t *testing.T, c *kis.Connector, req connector.Request) (*connector.Response, string, error) {
+	t.Helper()
+	resp, err := c.Fetch(context.Background(), req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+func secrets(e *env) []string {
+	out := connectortest.SecretValues()
+	e.fake.mu.Lock()
+	out = append(out, e.fake.issued...)
+	e.fake.mu.Unlock()
+	return out
+}
+
+func TestFetchSendsTheKISRequest(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	resp, body, err := fetchBody(t, c, e.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != sampleAnswer {
+		t.Errorf("body changed:\n%s", body)
+	}
+	h := e.fake.lastHeader
+	for k, want := range map[string]string{
+		"Content-Type": "application/json; charset=utf-8", "Tr_id": "FHKUP03500100", "Custtype": "P",
+		"Appkey": connectortest.Secrets["KIS_APP_KEY"], "Appsecret": connectortest.Secrets["KIS_APP_SECRET"],
+		"Authorization": "Bearer " + e.fake.issued[0],
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if h.Get("Tr_cont") != "" {
+		t.Errorf("first page sent tr_cont %q", h.Get("Tr_cont"))
+	}
+	wantQuery := "FID_COND_MRKT_DIV_CODE=U&FID_INPUT_ISCD=0001&FID_INPUT_DATE_1=20250101&FID_INPUT_DATE_2=20250131&FID_PERIOD_DIV_CODE=D"
+	if e.fake.lastRawPath != wantQuery {
+		t.Errorf("query = %s\nwant    %s", e.fake.lastRawPath, wantQuery)
+	}
+	if resp.Ext != "json" || resp.Status != 200 || resp.More {
+		t.Errorf("response %+v", resp)
+	}
+	connectortest.AssertNoSecrets(t, "Response.URL", resp.URL, secrets(e)...)
+	connectortest.AssertNoSecrets(t, "log", e.log.String(), secrets(e)...)
+}
+
+func TestConcurrentCallersShareOneToken(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := fetchBody(t, c, e.request())
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if tokens, data := e.fake.counts(); tokens != 1 || data != 20 {
+		t.Errorf("token calls %d, data calls %d; want 1 and 20", tokens, data)
+	}
+}
+
+func TestRestartReusesTheStoredToken(t *testing.T) {
+	e := setup(t)
+	if _, _, err := fetchBody(t, e.connector(t), e.request()); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(3 * time.Hour)
+	if _, _, err := fetchBody(t, e.connector(t), e.request()); err != nil { // a new process
+		t.Fatal(err)
+	}
+	if tokens, _ := e.fake.counts(); tokens != 1 {
+		t.Errorf("token calls %d after a restart, want 1", tokens)
+	}
+	// The store: one file per app key, named by a hash, 0600, no app key inside.
+	entries, err := os.ReadDir(e.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if strings.Contains(en.Name(), connectortest.Secrets["KIS_APP_KEY"]) {
+			t.Errorf("file name %s holds the app key", en.Name())
+		}
+		if strings.HasSuffix(en.Name(), ".json") {
+			info, _ := en.Info()
+			if info.Mode().Perm() != 0o600 {
+				t.Errorf("%s has mode %v", en.Name(), info.Mode().Perm())
+			}
+			data, _ := os.ReadFile(filepath.Join(e.store, en.Name()))
+			connectortest.AssertNoSecrets(t, en.Name(), string(data), connectortest.Secrets["KIS_APP_KEY"], connectortest.Secrets["KIS_APP_SECRET"])
+		}
+	}
+}
+
+func TestTokenRefreshedOnceAnHourBeforeExpiry(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	if _, _, err := fetchBody(t, c, e.request()); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(22*time.Hour + 59*time.Minute) // 61 min before expiry: keep it
+	if _, _, err := fetchBody(t, c, e.request()); err != nil {
+		t.Fatal(err)
+	}
+	if tokens, _ := e.fake.counts(); tokens != 1 {
+		t.Fatalf("refreshed %d min before expiry", 61)
+	}
+	e.advance(2 * time.Minute) // 59 min before expiry: refresh, once
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := fetchBody(t, c, e.request()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if tokens, _ := e.fake.counts(); tokens != 2 {
+		t.Errorf("token calls %d, want exactly one refresh (2)", tokens)
+	}
+	e.fake.mu.Lock()
+	last := e.fake.usedTokens[len(e.fake.usedTokens)-1]
+	e.fake.mu.Unlock()
+	if last != e.fake.issued[1] {
+		t.Error("calls after the refresh did not use the new token")
+	}
+}
+
+func TestRejectedTokenIsReplacedAndRetriedOnce(t *testing.T) {
+	for _, rej := range []struct {
+		status int
+		code   string
+	}{{500, kis.CodeTokenExpired}, {200, kis.CodeTokenInvalid}} {
+		t.Run(rej.code, func(t *testing.T) {
+			e := setup(t)
+			c := e.connector(t)
+			if _, _, err := fetchBody(t, c, e.request()); err != nil {
+				t.Fatal(err)
+			}
+			e.fake.mu.Lock()
+			e.fake.reject[e.fake.issued[0]] = rejection{rej.status, rej.code}
+			e.fake.mu.Unlock()
+			e.advance(2 * time.Hour)
+			if _, _, err := fetchBody(t, c, e.request()); err != nil {
+				t.Fatalf("after a rejection: %v", err)
+			}
+			tokens, data := e.fake.counts()
+			if tokens != 2 || data != 3 {
+				t.Errorf("token calls %d, data calls %d; want 2 and 3", tokens, data)
+			}
+			// Another process with the old token in its store file finds the new one.
+			if _, _, err := fetchBody(t, e.connector(t), e.request()); err != nil {
+				t.Fatal(err)
+			}
+			if tokens, _ := e.fake.counts(); tokens != 2 {
+				t.Errorf("a restart issued again: %d token calls", tokens)
+			}
+		})
+	}
+}
+
+func TestSecondRejectionIsAuthFailed(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	if _, _, err := fetchBody(t, c, e.request()); err != nil {
+		t.Fatal(err)
+	}
+	// From now on the gateway refuses every token.
+	e.fake.mu.Lock()
+	e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		fmt.Fprint(w, `{"rt_cd":"1","msg_cd":"EGW00123","msg1":"기간이 만료된 token 입니다."}`)
+	}
+	e.fake.mu.Unlock()
+	e.advance(2 * time.Hour)
+	_, _, err := fetchBody(t, c, e.request())
+	var ce *connector.Error
+	if !errors.As(err, &ce) || ce.Class != connector.AuthFailed || ce.Code != kis.CodeTokenExpired {
+		t.Fatalf("second rejection = %v", err)
+	}
+	if tokens, data := e.fake.counts(); tokens != 2 || data != 3 {
+		t.Errorf("token calls %d, data calls %d; want 2 and 3 (one replacement, one retry)", tokens, data)
+	}
+}
+
+func TestFreshTokenRejectedIsAuthFailed(t *testing.T) {
+	e := setup(t)
+	e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		fmt.Fprint(w, `{"rt_cd":"1","msg_cd":"EGW00121","msg1":"유효하지 않은 token 입니다."}`)
+	}
+	c := e.connector(t)
+	for round := range 2 {
+		_, _, err := fetchBody(t, c, e.request())
+		var ce *connector.Error
+		if !errors.As(err, &ce) || ce.Class != connector.AuthFailed || !strings.Contains(ce.Message, "newly issued") {
+			t.Fatalf("round %d: err = %v", round, err)
+		}
+		if tokens, data := e.fake.counts(); tokens != round+1 || data != round+1 {
+			t.Errorf("round %d: token calls %d, data calls %d", round, tokens, data)
+		}
+		e.advance(2 * time.Minute)
+	}
+}
+
+func TestRejectionWithinAMinuteOfIssueIsRateLimited(t *testing.T) {
+	e := setup(t)
+	if _, _, err := fetchBody(t, e.connector(t), e.request()); err != nil { // process A issues
+		t.Fatal(err)
+	}
+	e.fake.mu.Lock()
+	e.fake.reject[e.fake.issued[0]] = rejection{500, kis.CodeTokenInvalid}
+	e.fake.mu.Unlock()
+	e.advance(30 * time.Second)
+	_, _, err := fetchBody(t, e.connector(t), e.request()) // process B loads it, gets it refused
+	var ce *connector.Error
+	if !errors.As(err, &ce) || ce.Class != connector.RateLimited || ce.Code != kis.CodeTokenThrottle ||
+		ce.RetryAfter != 30*time.Second {
+		t.Fatalf("err = %v", err)
+	}
+	if tokens, _ := e.fake.counts(); tokens != 1 {
+		t.Errorf("token endpoint hammered: %d calls", tokens)
+	}
+	e.advance(30 * time.Second)
+	if _, _, err := fetchBody(t, e.connector(t), e.request()); err != nil {
+		t.Fatalf("after the minute: %v", err)
+	}
+	if tokens, _ := e.fake.counts(); tokens != 2 {
+		t.Errorf("token calls %d after the minute, want 2", tokens)
+	}
+}
+
+func TestThrottlingInTheBodyIsRateLimited(t *testing.T) {
+	for _, status := range []int{500, 200} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			e := setup(t)
+			e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				fmt.Fprint(w, `{"rt_cd":"1","msg_cd":"EGW00201","msg1":"초당 거래건수를 초과하였습니다."}`)
+			}
+			var observed []error
+			var mu sync.Mutex
+			c := e.connector(t, func(o *connector.Options) {
+				o.Observe = func(call connector.Call, st int, h http.Header, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if call.Kind == connector.CallData {
+						observed = append(observed, err)
+					}
+				}
+			})
+			_, _, err := fetchBody(t, c, e.request())
+			var ce *connector.Error
+			if !errors.As(err, &ce) || ce.Class != connector.RateLimited || ce.Code != "EGW00201" || ce.RetryAfter != time.Second ||
+				ce.Status != status || ce.Dataset != connectortest.KISDataset {
+				t.Fatalf("err = %#v", err)
+			}
+			if len(observed) != 1 || observed[0] == nil {
+				t.Errorf("Observe saw %v", observed)
+			}
+		})
+	}
+}
+
+func TestOtherAnswers(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		class  connector.Class
+		code   string
+	}{
+		{"rt_cd 1", 200, `{"rt_cd":"1","msg_cd":"OPSQ0002","msg1":"없는 서비스 코드 입니다"}`, connector.BadRequest, "OPSQ0002"},
+		{"empty outputs", 200, `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"정상처리 되었습니다.","output1":{},"output2":[]}`, connector.NoData, "MCA00000"},
+		{"html 200", 200, `<html><body>maintenance</body></html>`, connector.Transient, ""},
+		{"gateway 502", 502, `bad gateway`, connector.Transient, "502"},
+		{"404", 404, `not found`, connector.BadRequest, "404"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}
+			_, _, err := fetchBody(t, e.connector(t), e.request())
+			var ce *connector.Error
+			if !errors.As(err, &ce) || ce.Class != tc.class || ce.Code != tc.code {
+				t.Fatalf("err = %#v", err)
+			}
+		})
+	}
+}
+
+func TestPagingWithTrCont(t *testing.T) {
+	e := setup(t)
+	e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("tr_cont", "M")
+		fmt.Fprint(w, sampleAnswer)
+	}
+	c := e.connector(t)
+	resp, _, err := fetchBody(t, c, e.request())
+	if err != nil || !resp.More || resp.Header.Get("tr_cont") != "M" {
+		t.Fatalf("first page: %v %+v", err, resp)
+	}
+	req := e.request()
+	req.Page = 2
+	if _, _, err := fetchBody(t, c, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.fake.lastHeader.Get("tr_cont"); got != "N" {
+		t.Errorf("page 2 sent tr_cont %q, want N", got)
+	}
+}
+
+func TestTokenEndpointAnswers(t *testing.T) {
+	t.Run("EGW00133", func(t *testing.T) {
+		e := setup(t)
+		e.fake.tokenAnswer = func() (int, string) {
+			return 403, `{"error_code":"EGW00133","error_description":"접근토큰 발급 잠시 후 다시 시도하세요(1분당 1회)"}`
+		}
+		var kinds []string
+		c := e.connector(t, func(o *connector.Options) {
+			o.Gate = func(_ context.Context, call connector.Call) error { kinds = append(kinds, call.Kind); return nil }
+		})
+		_, _, err := fetchBody(t, c, e.request())
+		var ce *connector.Error
+		if !errors.As(err, &ce) || ce.Class != connector.RateLimited || ce.Code != "EGW00133" || ce.RetryAfter != time.Minute {
+			t.Fatalf("err = %#v", err)
+		}
+		if strings.Join(kinds, ",") != "token" {
+			t.Errorf("gated calls %v, want one token call", kinds)
+		}
+		// Within the minute nothing is sent to tokenP again.
+		e.advance(30 * time.Second)
+		if _, _, err := fetchBody(t, c, e.request()); err == nil {
+			t.Fatal("want an error")
+		}
+		if tokens, _ := e.fake.counts(); tokens != 1 {
+			t.Errorf("token calls %d within a minute, want 1", tokens)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		e := setup(t)
+		e.fake.tokenAnswer = func() (int, string) {
+			return 403, `{"error_code":"EGW00103","error_description":"유효하지 않은 AppKey입니다."}`
+		}
+		_, _, err := fetchBody(t, e.connector(t), e.request())
+		if c, _ := connector.ClassOf(err); c != connector.AuthFailed {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("no token in answer", func(t *testing.T) {
+		e := setup(t)
+		e.fake.tokenAnswer = func() (int, string) { return 200, `{"token_type":"Bearer"}` }
+		_, _, err := fetchBody(t, e.connector(t), e.request())
+		if c, _ := connector.ClassOf(err); c != connector.Transient {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("refresh failure keeps the valid token", func(t *testing.T) {
+		e := setup(t)
+		c := e.connector(t)
+		if _, _, err := fetchBody(t, c, e.request()); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.mu.Lock()
+		e.fake.tokenAnswer = func() (int, string) { return 500, `oops` }
+		e.fake.mu.Unlock()
+		e.advance(23*time.Hour + 30*time.Minute) // in the refresh window, still valid
+		if _, _, err := fetchBody(t, c, e.request()); err != nil {
+			t.Fatalf("a failed refresh broke a valid token: %v", err)
+		}
+		if tokens, _ := e.fake.counts(); tokens != 2 {
+			t.Errorf("token calls %d, want 2", tokens)
+		}
+	})
+}
+
+func TestProbeAsksForRecentDays(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	if err := c.Probe(context.Background(), e.ds); err != nil {
+		t.Fatal(err)
+	}
+	q := e.fake.lastQuery
+	if q.Get("FID_INPUT_DATE_1") != "20250120" || q.Get("FID_INPUT_DATE_2") != "20250203" {
+		t.Errorf("probe window %s…%s, want 20250120…20250203 (KST today)", q.Get("FID_INPUT_DATE_1"), q.Get("FID_INPUT_DATE_2"))
+	}
+}
+
+func TestMissingCredentialsAreAuthFailed(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t, func(o *connector.Options) { o.Credentials = connector.MapCredentials(nil) })
+	_, _, err := fetchBody(t, c, e.request())
+	if cl, _ := connector.ClassOf(err); cl != connector.AuthFailed || !strings.Contains(err.Error(), "KIS_APP_KEY") {
+		t.Fatalf("err = %v", err)
+	}
+	if tokens, data := e.fake.counts(); tokens+data != 0 {
+		t.Error("a request went out without credentials")
+	}
+}
+
+func TestNothingLeaks(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	var errs []string
+	for _, answer := range []string{
+		`{"rt_cd":"1","msg_cd":"EGW00201","msg1":"초당 거래건수를 초과하였습니다."}`,
+		`{"rt_cd":"1","msg_cd":"OPSQ0002","msg1":"` + connectortest.Secrets["KIS_APP_SECRET"] + `"}`,
+		sampleAnswer,
+	} {
+		e.fake.mu.Lock()
+		e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, answer) }
+		e.fake.mu.Unlock()
+		resp, _, err := fetchBody(t, c, e.request())
+		if err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			errs = append(errs, resp.URL)
+		}
+	}
+	connectortest.AssertNoSecrets(t, "errors and URLs", strings.Join(errs, "\n"), secrets(e)...)
+	connectortest.AssertNoSecrets(t, "log", e.log.String(), secrets(e)...)
+	if !strings.Contains(e.log.String(), "issued kis token") {
+		t.Errorf("token issuance not logged: %s", e.log.String())
+	}
+}
+
+func TestTokenKey(t *testing.T) {
+	a := kis.TokenKey("https://openapi.koreainvestment.com:9443", "APPKEY12345")
+	b := kis.TokenKey("https://openapivts.koreainvestment.com:29443", "APPKEY12345")
+	if a == b || strings.Contains(a, "APPKEY") || a != kis.TokenKey("https://openapi.koreainvestment.com:9443", "APPKEY12345") {
+		t.Errorf("TokenKey: %s %s", a, b)
+	}
+}
+
+func asErr(err error, e **connector.Error) bool { return errors.As(err, e) }
