@@ -35,7 +35,7 @@ type Connector struct {
 	base  *connector.Base
 	store connector.TokenStore
 
-	flight chan struct{} // one token refresh at a time in this process
+	flight   chan struct{} // one token refresh at a time in this process
 	mu       sync.Mutex
 	cached   connector.Token
 	rejected string // the last token the gateway refused
