@@ -21,6 +21,10 @@ import (
 // defaultStallTimeout aborts a body that makes no progress for this long.
 const defaultStallTimeout = 2 * time.Minute
 
+// maxDrain is how much of a failed answer's body is read before closing,
+// so that its connection can be reused.
+const maxDrain = 64 << 10
+
 // Base is the shared skeleton every provider connector is built on: it
 // resolves the base URL and credentials, sends requests through the rate
 // limit hooks and the shared client, peeks and classifies the head of each
@@ -133,6 +137,22 @@ func (b *Base) Credential(role string) (string, error) {
 	}
 	b.secrets.Add(v)
 	return v, nil
+}
+
+// Dataset checks that a request names a dataset of this provider and
+// returns the call it makes.
+func (b *Base) Dataset(req Request, probe bool) (Call, *registry.Dataset, *Error) {
+	call := Call{Provider: b.provider.ID, Kind: CallData, Probe: probe}
+	ds := req.Dataset
+	if ds == nil {
+		return call, nil, b.Fail(call, 0, &Error{Class: BadRequest, Message: "no dataset given"})
+	}
+	call.Dataset = ds.ID
+	if ds.Provider != "" && ds.Provider != b.provider.ID {
+		return call, nil, b.Fail(call, 0, &Error{Class: BadRequest,
+			Message: fmt.Sprintf("dataset %s belongs to provider %s, not %s", ds.ID, ds.Provider, b.provider.ID)})
+	}
+	return call, ds, nil
 }
 
 // URL joins the base URL, an escaped path and an encoded query.
@@ -250,6 +270,8 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	b.observeCall(x.Call, resp.StatusCode, resp.Header, verr)
 	b.logCall(ctx, x, method, red, resp.StatusCode, verr, time.Since(start))
 	if verr != nil {
+		// Read a small error body to its end so the connection is reused.
+		io.CopyN(io.Discard, br, maxDrain)
 		guard.stop()
 		resp.Body.Close()
 		cancel(nil)

@@ -301,3 +301,18 @@ func TestMissingCredentialIsAuthFailed(t *testing.T) {
 		t.Errorf("missing credential: %v", err)
 	}
 }
+
+func TestDatasetOfAnotherProviderIsRefused(t *testing.T) {
+	b := newBase(t, "http://127.0.0.1:1", nil, nil, nil)
+	_, _, err := b.Dataset(connector.Request{Dataset: &registry.Dataset{ID: "fred-dgs10", Provider: "fred"}}, false)
+	if err == nil || err.Class != connector.BadRequest || !strings.Contains(err.Error(), "belongs to provider fred") {
+		t.Errorf("foreign dataset: %v", err)
+	}
+	if _, _, err := b.Dataset(connector.Request{}, true); err == nil || err.Class != connector.BadRequest {
+		t.Errorf("no dataset: %v", err)
+	}
+	call, ds, err := b.Dataset(connector.Request{Dataset: &registry.Dataset{ID: "mine", Provider: "test"}}, true)
+	if err != nil || ds.ID != "mine" || call != (connector.Call{Provider: "test", Dataset: "mine", Kind: connector.CallData, Probe: true}) {
+		t.Errorf("own dataset: %+v %v", call, err)
+	}
+}

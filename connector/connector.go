@@ -74,7 +74,8 @@ type Options struct {
 	// Remaining-Req and 429s. nil: nothing observes.
 	Observe func(call Call, status int, h http.Header, err error)
 	// StallTimeout aborts a response whose body makes no progress for this
-	// long (the read fails with a Transient error); 0 means 2 minutes.
+	// long, whether the provider stopped sending or the caller stopped
+	// reading (the read fails with a Transient error); 0 means 2 minutes.
 	StallTimeout time.Duration
 }
 

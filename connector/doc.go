@@ -3,6 +3,8 @@
 // response shapes, the shared HTTP client, credential lookup, redaction of
 // secrets and the hooks a global rate limiter plugs into.
 //
+// # Use
+//
 // One subpackage per provider wire format (connector/kis, connector/ecos,
 // connector/fred, connector/upbit, connector/datago) builds, signs and sends
 // a dataset's request and classifies the answer at the provider boundary.
@@ -10,15 +12,67 @@
 //
 //	import _ "github.com/sluicehq/sluice/connector/all"
 //
-// and get a provider's connector with New.
+// and get a provider's connector with New(provider, Options{…}). Create one
+// connector per provider and process and share it: the KIS connector
+// single-flights its token refresh per instance.
 //
 // A Connector hands back the raw response body as a stream: bronze keeps
-// the bytes exactly as the provider sent them. Errors a provider reports
-// inside an HTTP 200 (ECOS RESULT, data.go.kr XML gateway envelopes, KIS
-// rt_cd) are caught by peeking a bounded head of the body (HeadSize bytes)
-// before the body is handed on; the returned Body still yields every byte.
+// the bytes exactly as the provider sent them (transport gzip removed).
+// Errors a provider reports inside an HTTP 200 (ECOS RESULT, data.go.kr XML
+// gateway envelopes, KIS rt_cd) are caught by peeking a bounded head of the
+// body (HeadSize bytes) before it is handed on; the returned Body still
+// yields every byte. Large bodies are never buffered.
+//
+// # Errors
 //
 // Every error a connector returns is either a context error of the
-// caller's context or carries a Class (see ClassOf); an *Error never holds
-// a secret in its message, and URLs and log lines are redacted.
+// caller's context (or an error of Options.Gate, wrapped) or carries a
+// Class (ClassOf). Retryable classes are RateLimited, QuotaExhausted,
+// Blocked and Transient; Error.Wait says how long to wait. The mapping:
+//
+//	class           KIS                 ECOS                  FRED                 UPBIT             data.go.kr
+//	RateLimited     EGW00201, EGW00133  ERROR-602             429                  429               23
+//	QuotaExhausted  -                   -                     -                    -                 22 (ResetAt: next midnight KST)
+//	Blocked         -                   -                     -                    418 (Until)       -
+//	AuthFailed      EGW00121/123 twice, INFO-100              400 naming api_key,  401, its names    20 29 30 31 32
+//	                token refused                             401, 403
+//	NoData          all output* empty   INFO-200, 0 rows      count 0              []                03, totalCount 0
+//	BadRequest      other rt_cd, 4xx    ERROR-100/101/300/    other 4xx            other 4xx         10 11 12
+//	                                    301/400
+//	Transient       5xx, anything else: timeouts, resets, truncated or stalled bodies, unexpected
+//	                (HTML) answers, unknown codes
+//
+// Defaults when the provider names no wait: KIS 1 s (EGW00201) and 60 s
+// (EGW00133), ECOS 10 s, FRED 20 s, UPBIT 1 s and a 60 s block, data.go.kr
+// 1 s; a Retry-After header always wins.
+//
+// # Probes
+//
+// Probe sends one cheap request and discards the body:
+//
+//	kis     the last 14 days of the dataset (one call, at most ~50 rows)
+//	ecos    one row (start=end=1) of a window sized to the cycle: D 14 days,
+//	        SM 6 months, M 12 months, Q 2 years, S 3 years, A 5 years
+//	fred    the newest observation of the last 400 days (limit=1, sort_order=desc)
+//	upbit   today's candle (count=1)
+//	datago  one row (numOfRows=1) of the last 14 days
+//
+// NoData from a probe comes back as an error of class NoData: the provider
+// answered, but the window held no rows.
+//
+// # Secrets
+//
+// Credentials are read by the environment variable names the registry
+// declares (NAME, or the file named by NAME_FILE). Every URL a connector
+// returns or logs goes through RedactURL, every message through Redact,
+// and the connector's logger is wrapped in a RedactingHandler that knows
+// every key and token the connector has seen.
+//
+// # Rate limiting
+//
+// Connectors do not pace calls. Options.Gate is called before every
+// outbound request (data and token calls, Call.Kind) and Options.Observe
+// after every answer with its status, headers (UPBIT Remaining-Req, see
+// upbit.ParseRemainingReq) and classified error: a global limiter plugs in
+// there.
 package connector

@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -62,8 +63,17 @@ func FuzzRedactURL(f *testing.F) {
 	f.Add("%%%?&&==#", "====")
 	f.Fuzz(func(t *testing.T, u, secret string) {
 		out := RedactURL(u, secret)
-		if strings.Contains(u, "api_key=") && !strings.Contains(out, "REDACTED") {
-			t.Errorf("RedactURL(%q) = %q: api_key not redacted", u, out)
+		// Every sensitive parameter of the output's query reads REDACTED.
+		noFrag, _, _ := strings.Cut(out, "#")
+		_, q, ok := strings.Cut(noFrag, "?")
+		if !ok {
+			return
+		}
+		for part := range strings.SplitSeq(q, "&") {
+			name, value, _ := strings.Cut(part, "=")
+			if n, err := url.QueryUnescape(name); err == nil && SensitiveParam(n) && value != Redacted {
+				t.Errorf("RedactURL(%q) = %q: %s not redacted", u, out, n)
+			}
 		}
 	})
 }

@@ -61,12 +61,13 @@ func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
-	ds := req.Dataset
-	if ds == nil || ds.Request.Path == "" {
+	call, ds, derr := c.base.Dataset(req, probe)
+	if derr != nil {
+		return nil, derr
+	}
+	if ds.Request.Path == "" {
 		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.path"})
 	}
-	call.Dataset = ds.ID
 	key, err := c.base.Credential("service_key")
 	if err != nil {
 		return nil, c.base.Fail(call, 0, connector.AsError(err))

@@ -78,9 +78,9 @@ func ProbeFrom(cycle string, today time.Time) time.Time {
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
-	if req.Dataset != nil {
-		call.Dataset = req.Dataset.ID
+	call, _, derr := c.base.Dataset(req, probe)
+	if derr != nil {
+		return nil, derr
 	}
 	u, end, format, err := c.build(req)
 	if err != nil {
@@ -94,11 +94,7 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 // and the format.
 func (c *Connector) build(req connector.Request) (u string, end int, format string, _ *connector.Error) {
 	bad := func(msg string) *connector.Error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
-	ds := req.Dataset
-	if ds == nil {
-		return "", 0, "", bad("no dataset given")
-	}
-	r := ds.Request
+	r := req.Dataset.Request
 	if r.StatCode == "" {
 		return "", 0, "", bad("the dataset needs request.stat_code")
 	}

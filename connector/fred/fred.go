@@ -60,12 +60,13 @@ func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, newestFirst bool) (*connector.Response, error) {
-	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
-	ds := req.Dataset
-	if ds == nil || ds.Request.SeriesID == "" {
+	call, ds, derr := c.base.Dataset(req, probe)
+	if derr != nil {
+		return nil, derr
+	}
+	if ds.Request.SeriesID == "" {
 		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.series_id"})
 	}
-	call.Dataset = ds.ID
 	key, err := c.base.Credential("api_key")
 	if err != nil {
 		return nil, c.base.Fail(call, 0, connector.AsError(err))

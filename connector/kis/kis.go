@@ -83,12 +83,10 @@ func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	ds := req.Dataset
-	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
-	if ds == nil {
-		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "no dataset given"})
+	call, ds, derr := c.base.Dataset(req, probe)
+	if derr != nil {
+		return nil, derr
 	}
-	call.Dataset = ds.ID
 	if ds.Request.Path == "" || ds.Request.TrID == "" {
 		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest,
 			Message: "the dataset needs request.path and request.tr_id"})

@@ -160,5 +160,14 @@ func (f *File) ensureDir() error {
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
 		return fmt.Errorf("creating token directory %s: %w", f.dir, err)
 	}
+	st, err := os.Stat(f.dir)
+	if err != nil {
+		return fmt.Errorf("checking token directory %s: %w", f.dir, err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(f.dir, 0o700); err != nil {
+			return fmt.Errorf("restricting token directory %s to its owner: %w", f.dir, err)
+		}
+	}
 	return nil
 }

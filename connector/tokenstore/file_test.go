@@ -155,3 +155,18 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("DefaultDir = %q", got)
 	}
 }
+
+func TestWideDirectoryIsRestricted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tokens")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	f, _ := NewFile(dir)
+	if err := f.Save(context.Background(), "k", connector.Token{AccessToken: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v, want 0700", st.Mode().Perm())
+	}
+}

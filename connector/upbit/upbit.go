@@ -56,7 +56,8 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 // Fetch asks for the daily candles of From … To, civil dates of UTC
 // candle days (a candle day runs 00:00–24:00 UTC, 09:00–09:00 KST):
 // to = the day after To at 00:00:00 UTC (exclusive), count = the days in
-// the range, at most MaxCount. Page is ignored: page by date range.
+// the range, at most MaxCount. Limit > 0 asks for fewer: the newest Limit
+// candles before to. Page is ignored: page by date range.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
 	return c.fetch(ctx, req, false)
 }
@@ -83,12 +84,13 @@ func CandleWindow(from, to time.Time) (toParam string, count int, err error) {
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallData, Probe: probe}
-	ds := req.Dataset
-	if ds == nil || ds.Request.Market == "" {
+	call, ds, derr := c.base.Dataset(req, probe)
+	if derr != nil {
+		return nil, derr
+	}
+	if ds.Request.Market == "" {
 		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.market"})
 	}
-	call.Dataset = ds.ID
 	toParam, count, err := CandleWindow(req.From, req.To)
 	if err != nil {
 		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: err.Error()})
@@ -155,6 +157,8 @@ func (c *Connector) sign(q []registry.Param) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("signing upbit request: %w", err)
 	}
-	c.base.Secrets().Add(tok)
+	// The JWT travels only in the Authorization header, which is never
+	// logged; it is not added to the redaction set, which would grow with
+	// every call.
 	return "Bearer " + tok, nil
 }
