@@ -111,6 +111,8 @@ func readJSON(head []byte) envelope {
 		case n == 2 && ev.Path[1] == "row" && ev.Token == json.Delim(']'):
 			env.emptyRows = ev.Empty
 			return false // rows are data; nothing after them matters
+		case n >= 3 && ev.Path[1] == "row":
+			return false // a row: not empty, and list_total_count came first
 		}
 		return true
 	})

@@ -90,6 +90,9 @@ func statusVerdict(h connector.Head, env envelope) connector.Verdict {
 func readJSON(head []byte) envelope {
 	var env envelope
 	connector.WalkJSON(head, func(ev connector.JSONEvent) bool {
+		if len(ev.Path) >= 2 && ev.Path[0] == "observations" {
+			return false // an observation: not empty, and count came first
+		}
 		if len(ev.Path) != 1 {
 			return true
 		}

@@ -59,11 +59,18 @@ type envelope struct {
 	errDesc     string
 	arrays      int // output* arrays that ended inside the head
 	emptyArrays int
+	nonEmpty    bool // an output* array has an element
 }
 
 func readEnvelope(head []byte) envelope {
 	var env envelope
 	connector.WalkJSON(head, func(ev connector.JSONEvent) bool {
+		if len(ev.Path) >= 2 && strings.HasPrefix(ev.Path[0], "output") && ev.Path[1] == "[]" {
+			// Rows: the answer has data. The envelope (rt_cd, msg_cd,
+			// msg1) comes first, so nothing after the rows is needed.
+			env.nonEmpty = true
+			return !env.hasRtCd
+		}
 		if len(ev.Path) != 1 {
 			return true
 		}
@@ -146,7 +153,7 @@ func classify(h connector.Head) connector.Verdict {
 	if env.hasRtCd && env.rtCd != "0" {
 		return connector.Fail(connector.BadRequest, code, env.message())
 	}
-	if h.Complete && env.arrays > 0 && env.arrays == env.emptyArrays {
+	if h.Complete && !env.nonEmpty && env.arrays > 0 && env.arrays == env.emptyArrays {
 		return connector.Fail(connector.NoData, code, "every output array is empty")
 	}
 	more := false

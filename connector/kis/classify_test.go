@@ -116,3 +116,19 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkClassify measures the KIS classifier on a full head of rows.
+func BenchmarkClassify(b *testing.B) {
+	body := `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"정상처리 되었습니다.","output1":{"bstp_nmix_prpr":"2399.49"},"output2":[`
+	for len(body) < connector.HeadSize {
+		body += `{"stck_bsop_date":"20250131","bstp_nmix_prpr":"2517.37","mod_yn":"N"},`
+	}
+	h := head(200, body[:connector.HeadSize], nil)
+	h.Complete = false
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := classify(h); v.Err != nil {
+			b.Fatal(v.Err)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package connector_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sluicehq/sluice/connector"
+)
+
+// BenchmarkDoStream measures a whole exchange streaming bodies of growing
+// size: bytes allocated per call must not grow with the body (nothing is
+// buffered beyond the HeadSize peek and the transport's own buffers).
+func BenchmarkDoStream(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20, 16 << 20} {
+		body := append([]byte("{"), bytes.Repeat([]byte("x"), size-1)...)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		}))
+		base, err := connector.NewBase(testProvider(), connector.Options{BaseURL: srv.URL,
+			Credentials: connector.MapCredentials(map[string]string{"TEST_KEY": testKey})})
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, 32<<10)
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := base.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+					URL: srv.URL + "/x", Classify: accept})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{resp.Body}, buf)
+				resp.Body.Close()
+				if err != nil || n != int64(size) {
+					b.Fatalf("read %d bytes, %v", n, err)
+				}
+			}
+		})
+		srv.Close()
+	}
+}
+
+// BenchmarkWalkJSONHead measures classifying a full 4 KiB head.
+func BenchmarkWalkJSONHead(b *testing.B) {
+	head := []byte(`{"rt_cd":"0","msg_cd":"MCA00000","msg1":"ok","output1":{"a":"1"},"output2":[`)
+	for len(head) < connector.HeadSize {
+		head = append(head, `{"stck_bsop_date":"20250131","bstp_nmix_prpr":"2517.37"},`...)
+	}
+	head = head[:connector.HeadSize]
+	b.SetBytes(int64(len(head)))
+	b.ReportAllocs()
+	for b.Loop() {
+		connector.WalkJSON(head, func(connector.JSONEvent) bool { return true })
+	}
+}
