@@ -251,11 +251,10 @@ func TestDoStalledBodyIsTransient(t *testing.T) {
 	defer close(release)
 	b := newBase(t, srv.URL, nil, nil, func(o *connector.Options) { o.StallTimeout = 50 * time.Millisecond })
 	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil { // on a loaded machine the stall may already hit the head
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
 	}
-	defer resp.Body.Close()
-	_, err = io.ReadAll(resp.Body)
 	if c, ok := connector.ClassOf(err); !ok || c != connector.Transient || !strings.Contains(err.Error(), "no progress") {
 		t.Fatalf("stalled body: %v", err)
 	}
