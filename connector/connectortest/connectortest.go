@@ -36,9 +36,26 @@ const (
 // Registry loads the default providers.yaml with the sample datasets.
 func Registry(t testing.TB) *registry.Registry {
 	t.Helper()
+	return RegistryWith(t)
+}
+
+// RegistryWith loads the default providers.yaml, edited by replacing each
+// old string with its new one (pairs: old1, new1, old2, new2, …), with the
+// sample datasets; a test can lower a declared limit this way.
+func RegistryWith(t testing.TB, replacements ...string) *registry.Registry {
+	t.Helper()
 	providers, err := fs.ReadFile(registry.DefaultFS(), "providers.yaml")
 	if err != nil {
 		t.Fatalf("reading default providers.yaml: %v", err)
+	}
+	if len(replacements)%2 != 0 {
+		t.Fatalf("RegistryWith: %d replacement strings, want pairs", len(replacements))
+	}
+	for i := 0; i < len(replacements); i += 2 {
+		if !bytes.Contains(providers, []byte(replacements[i])) {
+			t.Fatalf("RegistryWith: providers.yaml does not contain %q", replacements[i])
+		}
+		providers = bytes.Replace(providers, []byte(replacements[i]), []byte(replacements[i+1]), 1)
 	}
 	m := fstest.MapFS{"providers.yaml": {Data: providers}}
 	entries, err := fs.ReadDir(datasetsFS, "datasets")

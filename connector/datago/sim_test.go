@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 
 func startSim(t *testing.T, opts simulator.Options, creds map[string]string) (*datago.Connector, *simulator.Simulator, *registry.Registry, *connectortest.Log) {
 	t.Helper()
-	reg := connectortest.Registry(t)
-	opts.Registry = reg
+	if opts.Registry == nil {
+		opts.Registry = connectortest.Registry(t)
+	}
+	reg := opts.Registry
 	sim, err := simulator.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +32,7 @@ func startSim(t *testing.T, opts simulator.Options, creds map[string]string) (*d
 		creds = simulator.TestCredentials(reg)
 	}
 	log, lg := connectortest.NewLog()
-	c, err := datago.New(reg.Provider("datago"), connector.Options{BaseURL: srv.URL, Logger: lg, Credentials: connector.MapCredentials(creds)})
+	c, err := datago.New(reg.Provider("datago"), connector.Options{BaseURL: srv.URL, Logger: lg, Credentials: connector.MapCredentials(creds), Now: opts.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +97,35 @@ func TestSimulatorWrongKeyAndThrottle(t *testing.T) {
 	_, err = c.Fetch(context.Background(), dates(reg, 2, 5))
 	if !errors.As(err, &e) || e.Class != connector.RateLimited || e.Code != "23" {
 		t.Errorf("second call within the minimum interval: %v", err)
+	}
+}
+
+func TestSimulatorDailyQuota(t *testing.T) {
+	reg := connectortest.RegistryWith(t, "requests_per_day: 5000", "requests_per_day: 3")
+	now := time.Date(2024, 3, 4, 14, 0, 0, 0, time.UTC) // 23:00 KST
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(3 * time.Second) // past the 2 s minimum interval on every call
+		return now
+	}
+	c, sim, reg, _ := startSim(t, simulator.Options{Registry: reg, Seed: 1, Now: clock}, nil)
+	for i := range 3 {
+		if err := connector.Drain(c.Fetch(context.Background(), dates(reg, 2, 5))); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	_, err := c.Fetch(context.Background(), dates(reg, 2, 5))
+	var e *connector.Error
+	if !errors.As(err, &e) || e.Class != connector.QuotaExhausted || e.Code != "22" {
+		t.Fatalf("fourth call of the day: %v", err)
+	}
+	kst := time.FixedZone("KST", 9*3600)
+	if want := time.Date(2024, 3, 5, 0, 0, 0, 0, kst); !e.ResetAt.Equal(want) {
+		t.Errorf("ResetAt %v, want %v", e.ResetAt, want)
+	}
+	if st := sim.Stats().Scopes["datago/service/15094807"]; st == nil || st.Accepted != 3 {
+		t.Errorf("scope stats %+v", st)
 	}
 }
