@@ -30,17 +30,24 @@
 // Class (ClassOf). Retryable classes are RateLimited, QuotaExhausted,
 // Blocked and Transient; Error.Wait says how long to wait. The mapping:
 //
-//	class           KIS                 ECOS                  FRED                 UPBIT             data.go.kr
-//	RateLimited     EGW00201, EGW00133  ERROR-602             429                  429               23
-//	QuotaExhausted  -                   -                     -                    -                 22 (ResetAt: next midnight KST)
-//	Blocked         -                   -                     -                    418 (Until)       -
-//	AuthFailed      EGW00121/123 twice, INFO-100              400 naming api_key,  401, its names    20 29 30 31 32
-//	                token refused                             401, 403
-//	NoData          all output* empty   INFO-200, 0 rows      count 0              []                03, totalCount 0
-//	BadRequest      other rt_cd, 4xx    ERROR-100/101/300/    other 4xx            other 4xx         10 11 12
-//	                                    301/400
-//	Transient       5xx, anything else: timeouts, resets, truncated or stalled bodies, unexpected
-//	                (HTML) answers, unknown codes
+//   - RateLimited: KIS EGW00201 (in HTTP 500 or 200) and EGW00133 (token
+//     endpoint, or a token replacement within a minute of the last
+//     request); ECOS ERROR-602; FRED 429; UPBIT 429; data.go.kr 23.
+//   - QuotaExhausted: data.go.kr 22, ResetAt the next midnight in the
+//     provider's timezone.
+//   - Blocked: UPBIT 418, Until from Retry-After, else a time the message
+//     names, else a minute.
+//   - AuthFailed: a missing credential; KIS EGW00121/EGW00123 on the
+//     replacement token or on a token issued for the call, a refused token
+//     request; ECOS INFO-100; FRED 400 naming api_key, 401, 403; UPBIT 401
+//     and its error names; data.go.kr 20, 29, 30, 31, 32.
+//   - NoData: KIS output arrays all empty (whole body in the head); ECOS
+//     INFO-200, list_total_count 0 or no rows; FRED count 0 or no
+//     observations; UPBIT []; data.go.kr 03, totalCount 0 or empty items.
+//   - BadRequest: KIS another rt_cd; ECOS ERROR-100, 101, 300, 301, 400;
+//     other 4xx everywhere; a request the connector cannot build.
+//   - Transient: 5xx, FRED 423, timeouts, connection resets, truncated or
+//     stalled bodies, unexpected (HTML) answers, unknown codes.
 //
 // Defaults when the provider names no wait: KIS 1 s (EGW00201) and 60 s
 // (EGW00133), ECOS 10 s, FRED 20 s, UPBIT 1 s and a 60 s block, data.go.kr
