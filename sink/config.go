@@ -23,6 +23,11 @@ const (
 	EnvDataDir       = "SLUICE_DATA_DIR"
 )
 
+// EnvAnnotation is the pflag annotation under which BindFlags records the
+// environment variable of each flag (cmd/sluice checks its deployment
+// files against it).
+const EnvAnnotation = "sluice-env"
+
 // DefaultDataDir is where Sluice keeps local state; the local lake is its
 // "lake" subdirectory.
 const DefaultDataDir = "./var"
@@ -73,6 +78,12 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 		"parts uploaded at once per object, 1 to "+strconv.Itoa(MaxConcurrency)+" (env "+EnvS3Concurrency+")")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir,
 		"Sluice's state directory; the local lake lives in its lake/ subdirectory (env "+EnvDataDir+")")
+	for flag, env := range map[string]string{
+		"s3-bucket": EnvS3Bucket, "s3-endpoint": EnvS3Endpoint, "s3-region": EnvS3Region,
+		"s3-part-size": EnvS3PartSize, "s3-concurrency": EnvS3Concurrency, "data-dir": EnvDataDir,
+	} {
+		_ = fs.SetAnnotation(flag, EnvAnnotation, []string{env})
+	}
 }
 
 // applyEnv fills unset fields from the environment, then from defaults.
@@ -146,8 +157,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// String describes the selected lake for logs and messages.
-func (c *Config) String() string {
+// Describe names the selected lake for logs and messages, e.g.
+// "s3://sluice-lake at http://minio:9000" or "local lake var/lake".
+func (c *Config) Describe() string {
 	if c.S3Bucket == "" {
 		return "local lake " + c.LakeRoot()
 	}

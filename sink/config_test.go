@@ -37,8 +37,8 @@ func TestConfigDefaults(t *testing.T) {
 	if got := c.LakeRoot(); got != filepath.Join("var", "lake") {
 		t.Errorf("LakeRoot = %q, want var/lake", got)
 	}
-	if c.String() != "local lake var/lake" {
-		t.Errorf("String = %q", c.String())
+	if c.Describe() != "local lake var/lake" {
+		t.Errorf("Describe = %q", c.Describe())
 	}
 }
 
@@ -59,8 +59,8 @@ func TestConfigFromEnvironmentAndFlags(t *testing.T) {
 	if c.S3Bucket != "lake-flag" || c.S3PartSize != 32e6 || c.S3Concurrency != 8 || c.DataDir != "d" || c.S3Region != "ap-northeast-2" {
 		t.Errorf("flags over env: %+v", *c)
 	}
-	if c.String() != "s3://lake-flag at http://127.0.0.1:9000" {
-		t.Errorf("String = %q", c.String())
+	if c.Describe() != "s3://lake-flag at http://127.0.0.1:9000" {
+		t.Errorf("Describe = %q", c.Describe())
 	}
 }
 
@@ -76,6 +76,9 @@ func TestConfigHelpNamesEnvironment(t *testing.T) {
 		}
 		if !strings.Contains(f.Usage, env) {
 			t.Errorf("--%s help %q does not name %s", flag, f.Usage, env)
+		}
+		if got := f.Annotations[EnvAnnotation]; len(got) != 1 || got[0] != env {
+			t.Errorf("--%s annotation %v, want [%s]", flag, got, env)
 		}
 	}
 	if got := fs.Lookup("s3-part-size").DefValue; got != "8MiB" {
