@@ -1,0 +1,129 @@
+package ratelimit_test
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/workflows"
+)
+
+// startTemporal runs a real embedded Temporal server and a worker hosting
+// the limiter workflow; it returns a client.
+func startTemporal(t *testing.T) client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := embedded.Start(ctx, embedded.Options{DataDir: t.TempDir(), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff})
+	if err != nil {
+		t.Fatalf("starting Temporal: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+	w := sdkworker.New(tc, "limiter-test", sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return tc
+}
+
+// TestLimiterAcrossClients runs several limiter clients — as several
+// worker processes would — against one scope on a real Temporal server and
+// checks, over every permit actually used, that no sliding window held more
+// calls than its count and no two calls came closer than the minimum
+// interval. A permit is used at the moment its Wait returned nil.
+func TestLimiterAcrossClients(t *testing.T) {
+	tc := startTemporal(t)
+	lim := ratelimit.Limits{
+		Windows:     []ratelimit.Window{{Length: 400 * time.Millisecond, Count: 4}},
+		MinInterval: 20 * time.Millisecond,
+		// Generous, so that a noisy machine wastes grants instead of
+		// failing the test: the guarantee holds either way.
+		Tolerance: 250 * time.Millisecond,
+	}
+	const clients, callers, calls = 3, 8, 4
+	var mu sync.Mutex
+	var used []time.Time
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for c := 0; c < clients; c++ {
+		lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
+		for g := 0; g < callers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < calls; i++ {
+					for {
+						p, err := lc.Acquire(ctx, "test/key", lim, time.Hour)
+						if err != nil {
+							t.Errorf("acquire: %v", err)
+							return
+						}
+						err = p.Wait(ctx, nil)
+						if err == ratelimit.ErrLate {
+							continue
+						}
+						if err != nil {
+							t.Errorf("wait: %v", err)
+							return
+						}
+						mu.Lock()
+						used = append(used, time.Now())
+						mu.Unlock()
+						break
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if len(used) != clients*callers*calls {
+		t.Fatalf("used %d permits, want %d", len(used), clients*callers*calls)
+	}
+	sort.Slice(used, func(i, j int) bool { return used[i].Before(used[j]) })
+	w := lim.Windows[0]
+	for i := range used {
+		n := 0
+		for j := i; j >= 0 && used[i].Sub(used[j]) < w.Length; j-- {
+			n++
+		}
+		if n > w.Count {
+			t.Fatalf("%d calls within %v ending at call %d (limit %d)", n, w.Length, i, w.Count)
+		}
+		if i > 0 && used[i].Sub(used[i-1]) < lim.MinInterval {
+			t.Fatalf("calls %d and %d %v apart (min %v)", i-1, i, used[i].Sub(used[i-1]), lim.MinInterval)
+		}
+	}
+	// The limiter is durable and queryable: its ledger counted every grant.
+	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
+	st, err := lc.State(ctx, "test/key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ledger.Granted < int64(len(used)) {
+		t.Errorf("ledger granted %d, but %d permits were used", st.Ledger.Granted, len(used))
+	}
+	// Penalize halves the rate and is visible in the state.
+	resp, err := lc.Penalize(ctx, "test/key", lim, 0, "test")
+	if err != nil || resp.Factor != 0.5 || resp.Previous != 1 {
+		t.Fatalf("penalize = %+v, %v", resp, err)
+	}
+	if st, err = lc.State(ctx, "test/key"); err != nil || st.Ledger.Penalties != 1 {
+		t.Errorf("state after penalty = %+v, %v", st.Ledger, err)
+	}
+}
