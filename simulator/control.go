@@ -1,0 +1,100 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// control serves the control API:
+//
+//	GET  /_sim/health             {"ok":true}
+//	GET  /_sim/stats              Stats
+//	GET  /_sim/faults             the injected faults
+//	POST /_sim/faults             replace them (a JSON list, or one object)
+//	DELETE /_sim/faults           remove them all
+//	POST /_sim/reset              Reset: windows, quotas, statistics, blocks
+//	POST /_sim/kis/expire-tokens  expire every KIS token (?invalidate=1: forget them)
+//	GET  /_sim/credentials        the accepted test credentials by env-var name
+func (s *Simulator) control(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/_sim/health" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	case path == "/_sim/stats" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Stats())
+	case path == "/_sim/faults" && r.Method == http.MethodGet:
+		faults := s.Faults()
+		if faults == nil {
+			faults = []Fault{}
+		}
+		writeJSON(w, http.StatusOK, faults)
+	case path == "/_sim/faults" && r.Method == http.MethodPost:
+		faults, err := decodeFaults(r.Body)
+		if err == nil {
+			err = s.SetFaults(faults)
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Faults())
+	case path == "/_sim/faults" && r.Method == http.MethodDelete:
+		_ = s.SetFaults(nil)
+		writeJSON(w, http.StatusOK, []Fault{})
+	case path == "/_sim/reset" && r.Method == http.MethodPost:
+		s.Reset()
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	case path == "/_sim/kis/expire-tokens" && r.Method == http.MethodPost:
+		var n int
+		if v := r.URL.Query().Get("invalidate"); v == "1" || v == "true" {
+			n = s.InvalidateKISTokens()
+		} else {
+			n = s.ExpireKISTokens()
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"tokens": n})
+	case path == "/_sim/credentials" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Credentials())
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint " + r.Method + " " + r.URL.Path})
+	}
+}
+
+// decodeFaults reads a JSON list of faults, or a single fault object.
+func decodeFaults(body io.Reader) ([]Fault, error) {
+	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading faults: %w", err)
+	}
+	trimmed := strings.TrimSpace(string(data))
+	dec := func(v any) error {
+		d := json.NewDecoder(strings.NewReader(trimmed))
+		d.DisallowUnknownFields()
+		return d.Decode(v)
+	}
+	if strings.HasPrefix(trimmed, "{") {
+		var f Fault
+		if err := dec(&f); err != nil {
+			return nil, fmt.Errorf("decoding fault: %w", err)
+		}
+		return []Fault{f}, nil
+	}
+	var faults []Fault
+	if err := dec(&faults); err != nil {
+		return nil, fmt.Errorf("decoding faults: %w", err)
+	}
+	return faults, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"encoding the answer failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

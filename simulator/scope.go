@@ -1,0 +1,298 @@
+package simulator
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/simulator/synth"
+)
+
+// window is one enforced limit of a scope instance.
+type window struct {
+	field  string        // registry field, e.g. requests_per_second
+	length time.Duration // scaled by the rate scale; 24h for the daily quota
+	count  int
+	daily  bool // a requests_per_day quota: calendar day in the provider's timezone, never scaled
+
+	accepted timeQueue // accepted calls inside the window (enforcement)
+	all      timeQueue // every call inside the window (statistics)
+	maxAll   int
+	maxAcc   int
+}
+
+// scopeState is the exact bookkeeping of one scope instance: sliding-window
+// logs, the daily quota and the statistics /_sim/stats reports. It is
+// guarded by Simulator.mu.
+type scopeState struct {
+	id          string
+	provider    string
+	inst        *registry.ScopeInstance
+	loc         *time.Location
+	windows     []*window
+	minInterval time.Duration // scaled
+
+	epoch    time.Time
+	hasEpoch bool
+
+	// daily quota
+	day         synth.Day
+	dayAccepted int
+	dayAll      int
+
+	lastAccepted int64
+	hasAccepted  bool
+	lastAny      int64
+	hasAny       bool
+	minGapAcc    int64 // -1: fewer than two accepted calls
+	minGapAll    int64
+
+	calls, accepted, rejected, rejectedByFault, rejectedElsewhere, blocked int64
+
+	// KIS token issuance (1 a minute per app key, scaled).
+	tokenWindow                               time.Duration
+	tokenAccepted, tokenAll                   timeQueue
+	tokenMax                                  int
+	tokenRequests, tokensIssued, tokensReused int64
+	tokenRejected                             int64
+
+	// UPBIT 418 escalation.
+	strikes    timeQueue
+	blockUntil int64
+	hasBlock   bool
+	blocks     int
+}
+
+func newScopeState(inst *registry.ScopeInstance, scale float64) *scopeState {
+	st := &scopeState{
+		id:       inst.ID,
+		provider: inst.Provider.ID,
+		inst:     inst,
+		loc:      inst.Provider.Location,
+	}
+	if st.loc == nil {
+		st.loc = time.UTC
+	}
+	for _, w := range inst.Limit.Windows {
+		if w.Count <= 0 || w.Length <= 0 {
+			continue
+		}
+		win := &window{field: w.Field, count: w.Count}
+		if w.Length == 24*time.Hour {
+			win.daily = true
+			win.length = w.Length
+		} else {
+			win.length = scaleDuration(w.Length, scale)
+		}
+		st.windows = append(st.windows, win)
+	}
+	st.minInterval = scaleDuration(inst.Limit.MinInterval, scale)
+	st.tokenWindow = scaleDuration(time.Minute, scale)
+	st.resetCounters()
+	return st
+}
+
+func scaleDuration(d time.Duration, scale float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	s := time.Duration(math.Round(float64(d) / scale))
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// resetCounters clears every window, quota and statistic.
+func (st *scopeState) resetCounters() {
+	for _, w := range st.windows {
+		w.accepted.reset()
+		w.all.reset()
+		w.maxAll, w.maxAcc = 0, 0
+	}
+	st.hasEpoch = false
+	st.day, st.dayAccepted, st.dayAll = 0, 0, 0
+	st.hasAccepted, st.hasAny = false, false
+	st.minGapAcc, st.minGapAll = -1, -1
+	st.calls, st.accepted, st.rejected, st.rejectedByFault, st.rejectedElsewhere, st.blocked = 0, 0, 0, 0, 0, 0
+	st.tokenAccepted.reset()
+	st.tokenAll.reset()
+	st.tokenMax = 0
+	st.tokenRequests, st.tokensIssued, st.tokensReused, st.tokenRejected = 0, 0, 0, 0
+	st.strikes.reset()
+	st.hasBlock, st.blocks = false, 0
+}
+
+// clock converts now into nanoseconds since the scope's epoch (the first
+// call after a reset). Going back in time is clamped by callers' use of
+// differences only.
+func (st *scopeState) clock(now time.Time) int64 {
+	if !st.hasEpoch {
+		st.epoch, st.hasEpoch = now, true
+	}
+	return int64(now.Sub(st.epoch))
+}
+
+// verdict is the outcome of checking one call against a scope instance.
+type verdict int
+
+const (
+	admitted verdict = iota
+	overWindow
+	overInterval
+	overDaily
+)
+
+// observe records a call in the statistics of every window ("as seen by
+// the provider": accepted and rejected alike) and rolls the daily quota.
+func (st *scopeState) observe(now time.Time) int64 {
+	t := st.clock(now)
+	st.calls++
+	for _, w := range st.windows {
+		if w.daily {
+			continue
+		}
+		w.all.dropThrough(t - int64(w.length))
+		w.all.push(t)
+		if n := w.all.len(); n > w.maxAll {
+			w.maxAll = n
+		}
+	}
+	st.rollDay(now)
+	st.dayAll++
+	for _, w := range st.windows {
+		if w.daily && st.dayAll > w.maxAll {
+			w.maxAll = st.dayAll
+		}
+	}
+	if st.hasAny {
+		gap := t - st.lastAny
+		if gap < 0 {
+			gap = 0
+		}
+		if st.minGapAll < 0 || gap < st.minGapAll {
+			st.minGapAll = gap
+		}
+	}
+	st.lastAny, st.hasAny = t, true
+	return t
+}
+
+func (st *scopeState) rollDay(now time.Time) {
+	d := synth.DayOf(now.In(st.loc))
+	if d != st.day {
+		st.day, st.dayAccepted, st.dayAll = d, 0, 0
+	}
+}
+
+// check decides whether a call at t (from observe) is within the limits,
+// each count multiplied by fraction (1 = as declared; below 1 when a fault
+// makes the provider stricter than its declaration). It changes nothing.
+func (st *scopeState) check(t int64, fraction float64) (verdict, string) {
+	for _, w := range st.windows {
+		limit := scaledCount(w.count, fraction)
+		if w.daily {
+			if st.dayAccepted >= limit {
+				return overDaily, w.field
+			}
+			continue
+		}
+		w.accepted.dropThrough(t - int64(w.length))
+		if w.accepted.len() >= limit {
+			return overWindow, w.field
+		}
+	}
+	if st.minInterval > 0 && st.hasAccepted {
+		mi := st.minInterval
+		if fraction > 0 && fraction < 1 {
+			mi = time.Duration(float64(mi) / fraction)
+		}
+		if t-st.lastAccepted < int64(mi) {
+			return overInterval, "min_interval_seconds"
+		}
+	}
+	return admitted, ""
+}
+
+func scaledCount(count int, fraction float64) int {
+	if fraction <= 0 || fraction >= 1 {
+		return count
+	}
+	n := int(math.Floor(float64(count) * fraction))
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+// accept commits an admitted call.
+func (st *scopeState) accept(t int64) {
+	st.accepted++
+	for _, w := range st.windows {
+		if w.daily {
+			continue
+		}
+		w.accepted.push(t)
+		if n := w.accepted.len(); n > w.maxAcc {
+			w.maxAcc = n
+		}
+	}
+	st.dayAccepted++
+	for _, w := range st.windows {
+		if w.daily && st.dayAccepted > w.maxAcc {
+			w.maxAcc = st.dayAccepted
+		}
+	}
+	if st.hasAccepted {
+		gap := t - st.lastAccepted
+		if gap < 0 {
+			gap = 0
+		}
+		if st.minGapAcc < 0 || gap < st.minGapAcc {
+			st.minGapAcc = gap
+		}
+	}
+	st.lastAccepted, st.hasAccepted = t, true
+}
+
+// remaining returns how many more calls the tightest sliding window allows
+// right now (after t), for UPBIT's Remaining-Req header.
+func (st *scopeState) remaining(t int64) int {
+	best := -1
+	for _, w := range st.windows {
+		if w.daily {
+			continue
+		}
+		w.accepted.dropThrough(t - int64(w.length))
+		r := w.count - w.accepted.len()
+		if r < 0 {
+			r = 0
+		}
+		if best < 0 || r < best {
+			best = r
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	return best
+}
+
+// tokenRequest applies KIS's one-token-a-minute rule; it reports whether
+// the request may proceed.
+func (st *scopeState) tokenRequest(now time.Time) bool {
+	t := st.clock(now)
+	st.tokenRequests++
+	st.tokenAll.dropThrough(t - int64(st.tokenWindow))
+	st.tokenAll.push(t)
+	if n := st.tokenAll.len(); n > st.tokenMax {
+		st.tokenMax = n
+	}
+	st.tokenAccepted.dropThrough(t - int64(st.tokenWindow))
+	if st.tokenAccepted.len() >= 1 {
+		st.tokenRejected++
+		return false
+	}
+	st.tokenAccepted.push(t)
+	return true
+}

@@ -1,0 +1,425 @@
+package simulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/registry"
+)
+
+// Options configure a Simulator.
+type Options struct {
+	// Registry declares the providers, datasets and limits to serve and
+	// enforce. Required.
+	Registry *registry.Registry
+	// RateScale multiplies every rate: a window of length L allows its
+	// count per L/RateScale, minimum intervals, KIS's token interval and
+	// UPBIT block times are divided by it. Daily quotas are calendar days
+	// and are not scaled. 0 means 1.
+	RateScale float64
+	// Seed makes synthetic data and fault dice reproducible.
+	Seed int64
+	// Credentials maps a credential environment variable name to the one
+	// value the simulator accepts for it; nil means TestCredentials(Registry).
+	Credentials map[string]string
+	// Now is the clock for limits, quotas, tokens and data availability;
+	// nil means time.Now.
+	Now func() time.Time
+	// Logger receives one debug line per request (never a key or token);
+	// nil discards.
+	Logger *slog.Logger
+	// Faults are the faults injected from the start (see SetFaults).
+	Faults []Fault
+	// Sleep waits for injected latency and slow bodies; nil means a real
+	// timer that stops when ctx ends. Tests may pass a recorder.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Simulator serves the five providers of the registry — KIS, ECOS, FRED,
+// UPBIT and data.go.kr, by connector — at their real paths, with their
+// real envelopes and errors, synthetic deterministic data, the declared
+// limits enforced per scope instance and injectable faults. It is safe for
+// concurrent use.
+type Simulator struct {
+	reg   *registry.Registry
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+	log   *slog.Logger
+	scale float64
+	seed  int64
+	creds map[string]string
+
+	provs  []*provState
+	byID   map[string]*provState
+	byConn map[string][]*provState
+
+	kisRoutes    map[string][]*registry.Dataset // path → kis datasets
+	datagoRoutes map[string][]*registry.Dataset // path → datago datasets
+	datagoDirs   map[string]bool                // service directories of datago paths
+	ecosStats    map[string][]*registry.Dataset // stat code → datasets
+	fredSeries   map[string][]*registry.Dataset // series id → datasets
+	upbitMarkets map[string][]*registry.Dataset // market → datasets
+
+	scopes    []*scopeState // sorted by id
+	scopeByID map[string]*scopeState
+
+	faults atomic.Pointer[[]Fault]
+	rngMu  sync.Mutex
+	rng    *rand.Rand
+
+	// mu guards the scope states and the provider states below.
+	mu         sync.Mutex
+	kisTokens  map[string]*kisToken
+	kisCursors map[string]int
+	nonces     map[string]struct{}
+	nonceOrder []string
+
+	srvMu   sync.Mutex
+	srv     *http.Server
+	ln      net.Listener
+	baseURL string
+	done    chan struct{}
+}
+
+// provState is one provider as the simulator serves it.
+type provState struct {
+	p      *registry.Provider
+	conn   string
+	prefix string            // path of the declared base URL, e.g. "/1160100"
+	creds  map[string]string // role → accepted value ("" = nothing accepted)
+	// scopes are the provider's non-service scope instances in declared
+	// order; byScope indexes them by scope name.
+	scopes  []*scopeState
+	byScope map[string]*scopeState
+	// tokenScope carries KIS token statistics (the key scope).
+	tokenScope *scopeState
+	kisCurrent *kisToken // guarded by Simulator.mu
+	counters   provCounters
+}
+
+type provCounters struct {
+	requests, authFailures                               atomic.Int64
+	down, errors, resets, delayed, slowed, truncated, at atomic.Int64
+}
+
+// New builds a simulator from opts.
+func New(opts Options) (*Simulator, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("creating simulator: Options.Registry is nil")
+	}
+	scale := opts.RateScale
+	if scale == 0 {
+		scale = 1
+	}
+	if scale < 0 || scale != scale {
+		return nil, fmt.Errorf("creating simulator: rate scale %v must be positive", opts.RateScale)
+	}
+	for _, f := range opts.Faults {
+		if err := f.Validate(); err != nil {
+			return nil, fmt.Errorf("creating simulator: %w", err)
+		}
+	}
+	s := &Simulator{
+		reg:          opts.Registry,
+		now:          opts.Now,
+		sleep:        opts.Sleep,
+		log:          opts.Logger,
+		scale:        scale,
+		seed:         opts.Seed,
+		creds:        opts.Credentials,
+		byID:         map[string]*provState{},
+		byConn:       map[string][]*provState{},
+		kisRoutes:    map[string][]*registry.Dataset{},
+		datagoRoutes: map[string][]*registry.Dataset{},
+		datagoDirs:   map[string]bool{},
+		ecosStats:    map[string][]*registry.Dataset{},
+		fredSeries:   map[string][]*registry.Dataset{},
+		upbitMarkets: map[string][]*registry.Dataset{},
+		scopeByID:    map[string]*scopeState{},
+		rng:          rand.New(rand.NewPCG(uint64(opts.Seed), 0x5111ce)),
+		kisTokens:    map[string]*kisToken{},
+		kisCursors:   map[string]int{},
+		nonces:       map[string]struct{}{},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.sleep == nil {
+		s.sleep = realSleep
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.creds == nil {
+		s.creds = TestCredentials(opts.Registry)
+	}
+	faults := append([]Fault(nil), opts.Faults...)
+	s.faults.Store(&faults)
+
+	for _, inst := range opts.Registry.Scopes {
+		st := newScopeState(inst, scale)
+		s.scopes = append(s.scopes, st)
+		s.scopeByID[st.id] = st
+	}
+	sort.Slice(s.scopes, func(i, j int) bool { return s.scopes[i].id < s.scopes[j].id })
+
+	for _, p := range opts.Registry.Providers {
+		ps := &provState{p: p, conn: p.Connector, creds: map[string]string{}, byScope: map[string]*scopeState{}}
+		if ps.conn == "" {
+			ps.conn = p.ID
+		}
+		if u, err := url.Parse(p.BaseURL); err == nil && p.BaseURL != "" {
+			ps.prefix = strings.TrimRight(u.Path, "/")
+		}
+		for _, role := range p.Auth.Roles() {
+			ps.creds[role] = s.creds[p.Auth.Credentials[role]]
+		}
+		for _, rl := range p.RateLimits {
+			if rl.Scope == registry.ScopeService {
+				continue
+			}
+			if st := s.scopeByID[p.ID+"/"+rl.Scope]; st != nil {
+				ps.scopes = append(ps.scopes, st)
+				ps.byScope[rl.Scope] = st
+			}
+		}
+		ps.tokenScope = ps.byScope[registry.ScopeKey]
+		if ps.tokenScope == nil && len(ps.scopes) > 0 {
+			ps.tokenScope = ps.scopes[0]
+		}
+		s.provs = append(s.provs, ps)
+		s.byID[p.ID] = ps
+		s.byConn[ps.conn] = append(s.byConn[ps.conn], ps)
+	}
+	for _, ds := range opts.Registry.Datasets {
+		ps := s.byID[ds.Provider]
+		if ps == nil {
+			continue
+		}
+		switch ps.conn {
+		case "kis":
+			s.kisRoutes[ds.Request.Path] = append(s.kisRoutes[ds.Request.Path], ds)
+		case "datago":
+			s.datagoRoutes[ds.Request.Path] = append(s.datagoRoutes[ds.Request.Path], ds)
+			s.datagoDirs[pathDir(ds.Request.Path)] = true
+		case "ecos":
+			s.ecosStats[ds.Request.StatCode] = append(s.ecosStats[ds.Request.StatCode], ds)
+		case "fred":
+			s.fredSeries[ds.Request.SeriesID] = append(s.fredSeries[ds.Request.SeriesID], ds)
+		case "upbit":
+			s.upbitMarkets[ds.Request.Market] = append(s.upbitMarkets[ds.Request.Market], ds)
+		}
+	}
+	return s, nil
+}
+
+func realSleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func pathDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
+}
+
+// Handler returns the simulator's HTTP handler: the providers at their
+// real paths and the control API under /_sim/.
+func (s *Simulator) Handler() http.Handler { return s }
+
+// RateScale returns the factor every rate is multiplied by.
+func (s *Simulator) RateScale() float64 { return s.scale }
+
+// Credentials returns the accepted credential values by environment
+// variable name (a copy).
+func (s *Simulator) Credentials() map[string]string {
+	out := make(map[string]string, len(s.creds))
+	for k, v := range s.creds {
+		out[k] = v
+	}
+	return out
+}
+
+// SetFaults replaces the injected faults.
+func (s *Simulator) SetFaults(faults []Fault) error {
+	for _, f := range faults {
+		if err := f.Validate(); err != nil {
+			return err
+		}
+		if f.Provider != "" && s.byID[f.Provider] == nil {
+			return fmt.Errorf("fault names provider %q, which the registry does not declare", f.Provider)
+		}
+	}
+	cp := append([]Fault(nil), faults...)
+	s.faults.Store(&cp)
+	return nil
+}
+
+// Faults returns the injected faults.
+func (s *Simulator) Faults() []Fault {
+	return append([]Fault(nil), (*s.faults.Load())...)
+}
+
+// Reset clears every scope's windows, quotas, statistics and UPBIT blocks,
+// the provider counters, KIS paging cursors and the token-issuance windows.
+// Issued KIS tokens and used UPBIT nonces stay valid and used.
+func (s *Simulator) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.scopes {
+		st.resetCounters()
+	}
+	for _, ps := range s.provs {
+		c := &ps.counters
+		for _, a := range []*atomic.Int64{&c.requests, &c.authFailures, &c.down, &c.errors, &c.resets, &c.delayed, &c.slowed, &c.truncated, &c.at} {
+			a.Store(0)
+		}
+	}
+	s.kisCursors = map[string]int{}
+}
+
+// Stats returns the same data as GET /_sim/stats.
+func (s *Simulator) Stats() Stats {
+	now := s.now()
+	out := Stats{Time: now, RateScale: s.scale, Scopes: map[string]*ScopeStats{}, Providers: map[string]*ProviderStats{}}
+	s.mu.Lock()
+	for _, st := range s.scopes {
+		out.Scopes[st.id] = st.snapshot(now)
+	}
+	s.mu.Unlock()
+	for _, ps := range s.provs {
+		c := &ps.counters
+		out.Providers[ps.p.ID] = &ProviderStats{
+			Requests:     c.requests.Load(),
+			AuthFailures: c.authFailures.Load(),
+			Faults: FaultStats{
+				Down: c.down.Load(), Errors: c.errors.Load(), Resets: c.resets.Load(),
+				Delayed: c.delayed.Load(), Slowed: c.slowed.Load(), Truncated: c.truncated.Load(),
+				RejectedAtFraction: c.at.Load(),
+			},
+		}
+	}
+	return out
+}
+
+// admission is the outcome of charging a call to its scope instances.
+type admission struct {
+	ok      bool
+	scope   *scopeState // the scope that rejected
+	reason  verdict
+	field   string // the window field or min_interval_seconds that bound
+	byFault bool   // rejected only because of a RejectAtFraction fault
+	t       int64  // the call's time in the first scope's clock
+}
+
+// admit charges one call to scopes (all or nothing) and decides whether
+// the provider accepts it. Rejected calls do not count toward any window
+// or quota; they count as violations (or as fault rejections when only a
+// RejectAtFraction fault made the limit bind).
+func (s *Simulator) admit(ps *provState, scopes []*scopeState, fraction float64) admission {
+	if len(scopes) == 0 {
+		return admission{ok: true}
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admitLocked(ps, scopes, fraction, now)
+}
+
+func (s *Simulator) admitLocked(ps *provState, scopes []*scopeState, fraction float64, now time.Time) admission {
+	var tsArr [4]int64
+	ts := tsArr[:0]
+	for _, st := range scopes {
+		ts = append(ts, st.observe(now))
+	}
+	reject := func(idx int, v verdict, field string, byFault bool) admission {
+		for i, st := range scopes {
+			switch {
+			case i == idx && byFault:
+				st.rejectedByFault++
+			case i == idx:
+				st.rejected++
+			default:
+				st.rejectedElsewhere++
+			}
+		}
+		if byFault {
+			ps.counters.at.Add(1)
+		}
+		return admission{scope: scopes[idx], reason: v, field: field, byFault: byFault, t: ts[0]}
+	}
+	for i, st := range scopes {
+		if v, field := st.check(ts[i], 1); v != admitted {
+			return reject(i, v, field, false)
+		}
+	}
+	if fraction > 0 && fraction < 1 {
+		for i, st := range scopes {
+			if v, field := st.check(ts[i], fraction); v != admitted {
+				return reject(i, v, field, true)
+			}
+		}
+	}
+	for i, st := range scopes {
+		st.accept(ts[i])
+	}
+	return admission{ok: true, t: ts[0]}
+}
+
+// datasetScopes returns the scope instances a dataset's calls count
+// against at provider ps: each of its non-service scopes and, for a
+// per-service limit, the dataset's service. Without a dataset, only the
+// non-service scopes.
+func (s *Simulator) datasetScopes(ps *provState, ds *registry.Dataset) []*scopeState {
+	out := append([]*scopeState(nil), ps.scopes...)
+	if ds != nil && ds.ScopeKey != "" && ps.p.ServiceScoped() {
+		if st := s.scopeByID[ps.p.ID+"/"+registry.ScopeService+"/"+ds.ScopeKey]; st != nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// credentialOwner returns the provider of connector conn whose credential
+// role has value v, or nil.
+func (s *Simulator) credentialOwner(conn, role, v string) *provState {
+	if v == "" {
+		return nil
+	}
+	for _, ps := range s.byConn[conn] {
+		if ps.creds[role] == v {
+			return ps
+		}
+	}
+	return nil
+}
+
+// firstOf returns the first provider served by connector conn, or nil.
+func (s *Simulator) firstOf(conn string) *provState {
+	if l := s.byConn[conn]; len(l) > 0 {
+		return l[0]
+	}
+	return nil
+}
