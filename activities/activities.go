@@ -99,10 +99,6 @@ func New(cfg Config) (*Activities, error) {
 	return a, nil
 }
 
-// Limits returns the effective limits of a scope instance as the
-// activities enforce them.
-func (a *Activities) Limits(scopeID string) ratelimit.Limits { return a.limits[scopeID] }
-
 // gate waits for a permit from the limiter of every scope instance the
 // call counts against. Token calls are paced by the token store (once a
 // minute per app key), not here.

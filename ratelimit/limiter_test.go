@@ -49,13 +49,13 @@ func startTemporal(t *testing.T) client.Client {
 func TestLimiterAcrossClients(t *testing.T) {
 	tc := startTemporal(t)
 	lim := ratelimit.Limits{
-		Windows:     []ratelimit.Window{{Length: 400 * time.Millisecond, Count: 4}},
+		Windows:     []ratelimit.Window{{Length: 300 * time.Millisecond, Count: 4}},
 		MinInterval: 20 * time.Millisecond,
 		// Generous, so that a noisy machine wastes grants instead of
 		// failing the test: the guarantee holds either way.
-		Tolerance: 250 * time.Millisecond,
+		Tolerance: 100 * time.Millisecond,
 	}
-	const clients, callers, calls = 3, 8, 4
+	const clients, callers, calls = 3, 6, 3
 	var mu sync.Mutex
 	var used []time.Time
 	var wg sync.WaitGroup

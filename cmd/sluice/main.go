@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,12 @@ func newRootCmd() *cobra.Command {
 lake, holding every provider's declared limits across all workers.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if len(envProblems) > 0 {
+				return errors.New(strings.Join(envProblems, "; "))
+			}
+			return nil
+		},
 	}
 	addRegistryFlag(root)
 	var subs []*cobra.Command

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/worker"
+	"github.com/sluicehq/sluice/workflows"
+)
+
+func init() { register(newDevCmd) }
+
+func newDevCmd() *cobra.Command {
+	var rf runtimeFlags
+	var frontendAddr, uiAddr, simAddr, date, namespace string
+	var real, once, noIngest bool
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything in one process: Temporal + Web UI, simulator, worker, local lake",
+		Long: `Starts an embedded Temporal server (SQLite under --data-dir, so history
+survives restarts) with its Web UI, the provider simulator (unless --real),
+a worker and the local lake, prints their addresses, then runs one daily
+ingest of the whole registry for yesterday's logical date (--date to choose)
+and prints a summary table. It then stays up for the Web UI until Ctrl-C;
+--once exits after the batch, with status 2 if any dataset failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out := cmd.OutOrStdout()
+			log, err := rf.logger()
+			if err != nil {
+				return err
+			}
+			if date == "" {
+				date = time.Now().AddDate(0, 0, -1).Format(time.DateOnly)
+			}
+			if _, err := time.Parse(time.DateOnly, date); err != nil {
+				return fmt.Errorf("--date %q: want YYYY-MM-DD", date)
+			}
+			reg, err := loadRegistry()
+			if err != nil {
+				return err
+			}
+			dataDir := rf.sink.DataDir
+			if err := os.MkdirAll(dataDir, 0o755); err != nil {
+				return fmt.Errorf("creating data directory: %w", err)
+			}
+			srv, err := embedded.Start(ctx, embedded.Options{
+				DataDir: filepath.Join(dataDir, "temporal"), FrontendAddr: frontendAddr, UIAddr: uiAddr,
+				Namespace: namespace, Logger: log,
+			})
+			if err != nil {
+				return fmt.Errorf("starting the embedded Temporal server: %w", err)
+			}
+			defer srv.Stop()
+
+			var sim *simulator.Simulator
+			if !real {
+				sim, err = simulator.New(simulator.Options{Registry: reg, RateScale: rf.rateScale})
+				if err != nil {
+					return err
+				}
+				ln, err := net.Listen("tcp", simAddr)
+				if err != nil {
+					return fmt.Errorf("listening for the simulator on %s: %w", simAddr, err)
+				}
+				hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+				go func() { _ = hs.Serve(ln) }()
+				defer hs.Close()
+				rf.baseURL = "http://" + ln.Addr().String()
+				rf.simCredentials = true
+			}
+			lake, err := rf.sink.Open(ctx)
+			if err != nil {
+				return err
+			}
+			defer lake.Close()
+			tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: temporalLogger(log)})
+			if err != nil {
+				return fmt.Errorf("connecting to the embedded Temporal: %w", err)
+			}
+			defer tc.Close()
+			wopts := rf.workerOptions(reg, tc, "sluice", lake, log)
+			if real && !rf.simCredentials {
+				wopts.Credentials = connector.EnvCredentials
+			}
+			w, err := worker.Start(wopts)
+			if err != nil {
+				return err
+			}
+			defer w.Stop()
+
+			fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
+			fmt.Fprintf(out, "Web UI     %s\n", srv.UIURL())
+			if sim != nil {
+				fmt.Fprintf(out, "Simulator  %s (rate scale %g)\n", rf.baseURL, rf.rateScale)
+			} else {
+				fmt.Fprintln(out, "Providers  real endpoints (credentials from the environment)")
+			}
+			fmt.Fprintf(out, "Lake       %s\n", rf.sink.Describe())
+			if addr := w.MetricsAddr(); addr != "" {
+				fmt.Fprintf(out, "Metrics    http://%s/metrics\n", addr)
+			}
+			fmt.Fprintf(out, "Registry   %d providers, %d datasets\n\n", len(reg.Providers), len(reg.Datasets))
+
+			failed := false
+			if !noIngest {
+				run, err := startDaily(ctx, tc, "sluice", workflows.DailyIngestInput{Date: date})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "daily ingest %s: workflow %s (see it in the Web UI)\n", date, run.GetID())
+				res, err := follow(ctx, tc, run, out)
+				if err != nil {
+					if errors.Is(err, context.Canceled) {
+						return nil
+					}
+					return err
+				}
+				var stats *simulator.Stats
+				if sim != nil {
+					s := sim.Stats()
+					stats = &s
+				}
+				fmt.Fprintln(out)
+				writeSummary(out, res, stats)
+				failed = res.Failed > 0
+			}
+			if once {
+				if failed {
+					return exitError{code: 2}
+				}
+				return nil
+			}
+			fmt.Fprintf(out, "\nUp: Web UI at %s — Ctrl-C to stop.\n", srv.UIURL())
+			<-ctx.Done()
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	rf.bind(fs, "127.0.0.1:9464")
+	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "embedded Temporal frontend HOST:PORT")
+	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (off: no UI)")
+	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace")
+	stringFlag(fs, &simAddr, "sim-addr", "SLUICE_SIM_ADDR", "127.0.0.1:0", "simulator HOST:PORT (port 0: a free port)")
+	fs.StringVar(&date, "date", "", "logical date of the batch, YYYY-MM-DD (default: yesterday)")
+	fs.BoolVar(&real, "real", false, "call the real provider endpoints instead of the simulator (credentials from the environment)")
+	fs.BoolVar(&once, "once", false, "exit after the batch instead of staying up for the Web UI")
+	fs.BoolVar(&noIngest, "no-ingest", false, "start everything but run no batch")
+	return cmd
+}

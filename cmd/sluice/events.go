@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/events"
+)
+
+func init() { register(newEventsCmd) }
+
+func newEventsCmd() *cobra.Command {
+	var tf temporalFlags
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "List recent operational events (rate-limit backoffs, exhausted quotas, …)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(discardLogger())})
+			if err != nil {
+				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
+			}
+			defer tc.Close()
+			evs, err := events.List(cmd.Context(), tc)
+			if err != nil {
+				return err
+			}
+			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(t, "AT\tKIND\tSCOPE\tDATASET\tMESSAGE\tDETAILS")
+			for _, e := range evs {
+				var attrs []string
+				for k, v := range e.Attrs {
+					attrs = append(attrs, k+"="+v)
+				}
+				sort.Strings(attrs)
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Scope, e.Dataset, e.Message, strings.Join(attrs, " "))
+			}
+			return t.Flush()
+		},
+	}
+	tf.bind(cmd.Flags())
+	return cmd
+}

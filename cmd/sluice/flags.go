@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// envAnnotation marks a flag with the environment variable that sets its
+// default; the compose test reads it.
+const envAnnotation = "sluice-env"
+
+func annotate(fs *pflag.FlagSet, name, env string) {
+	_ = fs.SetAnnotation(name, envAnnotation, []string{env})
+}
+
+// envProblems collects environment variables that could not be parsed as
+// their flag's type; the root command refuses to run with any.
+var envProblems []string
+
+func badEnv(env, value, want string) {
+	envProblems = append(envProblems, fmt.Sprintf("environment variable %s=%q is not %s", env, value, want))
+}
+
+func stringFlag(fs *pflag.FlagSet, p *string, name, env, def, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	fs.StringVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+	annotate(fs, name, env)
+}
+
+func boolFlag(fs *pflag.FlagSet, p *bool, name, env string, def bool, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		if b, err := strconv.ParseBool(v); err == nil {
+			def = b
+		} else {
+			badEnv(env, v, "true or false")
+		}
+	}
+	fs.BoolVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+	annotate(fs, name, env)
+}
+
+func floatFlag(fs *pflag.FlagSet, p *float64, name, env string, def float64, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			def = f
+		} else {
+			badEnv(env, v, "a number")
+		}
+	}
+	fs.Float64Var(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+	annotate(fs, name, env)
+}
+
+func intFlag(fs *pflag.FlagSet, p *int, name, env string, def int, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		if i, err := strconv.Atoi(v); err == nil {
+			def = i
+		} else {
+			badEnv(env, v, "a whole number")
+		}
+	}
+	fs.IntVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+	annotate(fs, name, env)
+}
+
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			def = d
+		} else {
+			badEnv(env, v, "a duration such as 30s or 5m")
+		}
+	}
+	fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+	annotate(fs, name, env)
+}
+
+// temporalFlags are the connection flags of every command that talks to a
+// Temporal server.
+type temporalFlags struct {
+	addr      string
+	namespace string
+	taskQueue string
+}
+
+func (t *temporalFlags) bind(fs *pflag.FlagSet) {
+	stringFlag(fs, &t.addr, "temporal", "SLUICE_TEMPORAL", "127.0.0.1:7233", "Temporal frontend HOST:PORT")
+	stringFlag(fs, &t.namespace, "namespace", "SLUICE_NAMESPACE", "default", "Temporal namespace")
+	stringFlag(fs, &t.taskQueue, "task-queue", "SLUICE_TASK_QUEUE", "sluice", "task queue of Sluice's workflows and activities")
+}

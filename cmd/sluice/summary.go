@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/workflows"
+)
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// writeSummary prints a batch's per-provider table — jobs, succeeded, no
+// data, failed, raw and compressed bytes, elapsed since the batch started
+// until the provider's last dataset completed, and, against the
+// simulator, the limit violations it counted — then every failed dataset.
+func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator.Stats) {
+	type row struct {
+		jobs, ok, noData, failed int
+		raw, comp                int64
+		elapsed                  time.Duration
+		violations               int64
+	}
+	rows := map[string]*row{}
+	var order []string
+	for _, r := range res.Results {
+		x := rows[r.Provider]
+		if x == nil {
+			x = &row{}
+			rows[r.Provider] = x
+			order = append(order, r.Provider)
+		}
+		x.jobs++
+		switch r.Status {
+		case workflows.StatusOK:
+			x.ok++
+		case workflows.StatusNoData:
+			x.noData++
+		default:
+			x.failed++
+		}
+		x.raw += r.RawBytes
+		x.comp += r.CompressedBytes
+		x.elapsed = max(x.elapsed, r.Finished.Sub(res.Started))
+	}
+	if stats != nil {
+		for _, s := range stats.Scopes {
+			if x := rows[s.Provider]; x != nil {
+				x.violations += s.Violations
+			}
+		}
+	}
+	sort.Strings(order)
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "PROVIDER\tJOBS\tOK\tNO DATA\tFAILED\tRAW\tCOMPRESSED\tRATIO\tELAPSED\t"
+	if stats != nil {
+		header += "VIOLATIONS\t"
+	}
+	fmt.Fprintln(t, header)
+	var total row
+	for _, p := range order {
+		x := rows[p]
+		writeRow(t, p, x.jobs, x.ok, x.noData, x.failed, x.raw, x.comp, x.elapsed, x.violations, stats != nil)
+		total.jobs += x.jobs
+		total.ok += x.ok
+		total.noData += x.noData
+		total.failed += x.failed
+		total.raw += x.raw
+		total.comp += x.comp
+		total.elapsed = max(total.elapsed, x.elapsed)
+		total.violations += x.violations
+	}
+	writeRow(t, "total", total.jobs, total.ok, total.noData, total.failed, total.raw, total.comp, total.elapsed, total.violations, stats != nil)
+	_ = t.Flush()
+	fmt.Fprintf(w, "batch %s: %s elapsed\n", res.Date, res.Finished.Sub(res.Started).Round(10*time.Millisecond))
+	var failed []workflows.DatasetResult
+	for _, r := range res.Results {
+		if r.Status == workflows.StatusFailed {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\n%d dataset(s) failed (re-run them with sluice ingest --date %s --dataset ID):\n", len(failed), res.Date)
+		for _, r := range failed {
+			fmt.Fprintf(w, "  %s [%s] %s\n", r.Dataset, r.ErrorType, r.Error)
+		}
+	}
+}
+
+func writeRow(t io.Writer, name string, jobs, ok, noData, failed int, raw, comp int64, elapsed time.Duration, violations int64, withStats bool) {
+	ratio := "-"
+	if comp > 0 {
+		ratio = fmt.Sprintf("%.1f×", float64(raw)/float64(comp))
+	}
+	fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t", name, jobs, ok, noData, failed, bytesIEC(raw), bytesIEC(comp), ratio, elapsed.Round(time.Millisecond))
+	if withStats {
+		fmt.Fprintf(t, "%d\t", violations)
+	}
+	fmt.Fprintln(t)
+}
+
+func bytesIEC(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
