@@ -1,8 +1,9 @@
 // Package simulator is Sluice's provider simulator: one HTTP server that
 // serves the five providers of the registry — KIS, ECOS, FRED, UPBIT and
 // data.go.kr (by each provider's connector) — at their real paths, with
-// their real envelopes, status codes and error bodies
-// (docs: /work/shared/design/providers.md), synthetic deterministic data,
+// their real envelopes, status codes and error bodies (as the design's
+// provider wire facts, providers.md, describe them), synthetic
+// deterministic data,
 // the registry's limits enforced per scope instance, and injectable
 // faults. Every later test proves "zero violations" from its statistics.
 //
@@ -44,7 +45,12 @@
 // Each authenticated call is charged to the scope instances it counts
 // against: the provider's key/ip/account scopes, plus for per-service
 // limits the dataset's service (datago/service/<scope_key>). UPBIT charges
-// candles to its ip scope and exchange calls to its account scope only.
+// candles to its ip scope and exchange calls to its account scope only;
+// like the registry, which has one upbit/ip instance, the simulator counts
+// every client as the same IP. Calls that fail authentication are charged
+// to no scope (they count as the provider's auth_failures), and KIS
+// /oauth2 calls are not charged to the data windows: they have their own
+// limit (below).
 // Within a scope instance, from ScopeInstance.Limit (unknown values
 // already replaced by the registry defaults):
 //
@@ -76,7 +82,8 @@
 // UPBIT escalation (a simulator rule): every 429 is a strike; 5 strikes
 // within 10 s block the scope for 10 s, doubling with each further block
 // up to 1 h (all ÷ RateScale). While blocked every call answers 418 and
-// counts as a violation. Every UPBIT answer carries
+// counts as a violation. A 429 caused by a RejectAtFraction fault is a
+// strike too: the provider cannot tell. Every UPBIT answer carries
 // "Remaining-Req: group=candles; min=1800; sec=N" (group default for the
 // exchange endpoints), N being what the second window has left.
 //

@@ -29,7 +29,9 @@ type Fault struct {
 	// SlowBody sends the body at this many bytes a second (0: at once).
 	SlowBody int `json:"slow_body,omitempty"`
 	// TruncateAfter sends only this many bytes of the body (with the full
-	// Content-Length) and then closes the connection (0: never).
+	// Content-Length) and then closes the connection (0: never): the
+	// handler aborts with http.ErrAbortHandler, which net/http servers
+	// turn into a dropped connection.
 	TruncateAfter int `json:"truncate_after,omitempty"`
 	// ResetRate is the probability of resetting the connection (TCP RST)
 	// without answering.

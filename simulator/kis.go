@@ -88,8 +88,8 @@ func (s *Simulator) serveKISToken(r *http.Request) *reply {
 	if req.GrantType != "client_credentials" {
 		return kisOAuthError(http.StatusForbidden, "EGW00101", "유효하지 않은 grant_type 입니다.", "error")
 	}
-	now := s.now()
 	s.mu.Lock()
+	now := s.now()
 	st := ps.tokenScope
 	if st != nil && !st.tokenRequest(now) {
 		s.mu.Unlock()

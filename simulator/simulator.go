@@ -342,10 +342,11 @@ func (s *Simulator) admit(ps *provState, scopes []*scopeState, fraction float64)
 	if len(scopes) == 0 {
 		return admission{ok: true}
 	}
-	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.admitLocked(ps, scopes, fraction, now)
+	// The clock is read under the lock, so call times are in the order
+	// the calls are counted.
+	return s.admitLocked(ps, scopes, fraction, s.now())
 }
 
 func (s *Simulator) admitLocked(ps *provState, scopes []*scopeState, fraction float64, now time.Time) admission {

@@ -60,9 +60,9 @@ func (s *Simulator) upbitAdmit(ps *provState, scopes []*scopeState, fraction flo
 	if len(scopes) == 0 {
 		return upbitVerdict{ok: true, remaining: 0}
 	}
-	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
 	if len(scopes) > 1 {
 		adm := s.admitLocked(ps, scopes, fraction, now)
 		return upbitVerdict{ok: adm.ok}
@@ -296,7 +296,7 @@ func (s *Simulator) upbitCandles(r *http.Request, rt route, v upbitVerdict) *rep
 		switch kind {
 		case "days":
 			prevStart := start.AddDate(0, 0, -1)
-			prev := m.series.Bar(daysSinceEpoch(prevStart), daysSinceEpoch(start), prevStart.Unix()/60).Close
+			prev := m.series.Close(daysSinceEpoch(prevStart), daysSinceEpoch(start), prevStart.Unix()/60)
 			pc, tc := prev, b.Close
 			if m.krw {
 				pc, tc = tick(pc), tick(tc)
