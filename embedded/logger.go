@@ -1,0 +1,83 @@
+package embedded
+
+import (
+	"context"
+	"log/slog"
+
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+)
+
+// levelHandler passes records at or above a changeable level to the wrapped
+// handler. It lets Stop quieten the server's routine shutdown warnings.
+type levelHandler struct {
+	level *slog.LevelVar
+	next  slog.Handler
+}
+
+func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level.Level() && h.next.Enabled(ctx, l)
+}
+
+func (h levelHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.next.Handle(ctx, r)
+}
+
+func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelHandler{level: h.level, next: h.next.WithAttrs(attrs)}
+}
+
+func (h levelHandler) WithGroup(name string) slog.Handler {
+	return levelHandler{level: h.level, next: h.next.WithGroup(name)}
+}
+
+// serverLogger adapts a slog.Logger to the Temporal server's log.Logger.
+// DPanic logs at error level; Panic and Fatal log at error level and then
+// panic, so the embedded server never exits the process by itself.
+type serverLogger struct {
+	log *slog.Logger
+}
+
+var (
+	_ log.Logger     = serverLogger{}
+	_ log.WithLogger = serverLogger{}
+)
+
+func (l serverLogger) Debug(msg string, tags ...tag.Tag) { l.emit(slog.LevelDebug, msg, tags) }
+func (l serverLogger) Info(msg string, tags ...tag.Tag)  { l.emit(slog.LevelInfo, msg, tags) }
+func (l serverLogger) Warn(msg string, tags ...tag.Tag)  { l.emit(slog.LevelWarn, msg, tags) }
+func (l serverLogger) Error(msg string, tags ...tag.Tag) { l.emit(slog.LevelError, msg, tags) }
+func (l serverLogger) DPanic(msg string, tags ...tag.Tag) {
+	l.emit(slog.LevelError, msg, tags)
+}
+
+func (l serverLogger) Panic(msg string, tags ...tag.Tag) {
+	l.emit(slog.LevelError, msg, tags)
+	panic("temporal server: " + msg)
+}
+
+func (l serverLogger) Fatal(msg string, tags ...tag.Tag) {
+	l.emit(slog.LevelError, msg, tags)
+	panic("temporal server (fatal): " + msg)
+}
+
+// With returns a logger that adds tags to every record.
+func (l serverLogger) With(tags ...tag.Tag) log.Logger {
+	return serverLogger{log: slog.New(l.log.Handler().WithAttrs(attrs(tags)))}
+}
+
+func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
+	ctx := context.Background()
+	if !l.log.Enabled(ctx, level) {
+		return
+	}
+	l.log.LogAttrs(ctx, level, msg, attrs(tags)...)
+}
+
+func attrs(tags []tag.Tag) []slog.Attr {
+	out := make([]slog.Attr, len(tags))
+	for i, t := range tags {
+		out[i] = slog.Any(t.Key(), t.Value())
+	}
+	return out
+}

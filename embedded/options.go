@@ -1,0 +1,194 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults applied by Start to zero-valued Options fields.
+const (
+	// DefaultFrontendAddr is the frontend gRPC address, as `temporal server
+	// start-dev` uses.
+	DefaultFrontendAddr = "127.0.0.1:7233"
+	// DefaultUIAddr is the Web UI address, as `temporal server start-dev` uses.
+	DefaultUIAddr = "127.0.0.1:8233"
+	// DefaultNamespace is the namespace created and reported when
+	// Options.Namespace is empty.
+	DefaultNamespace = "default"
+	// DefaultRetention is the workflow history retention of a namespace that
+	// Start creates.
+	DefaultRetention = 72 * time.Hour
+	// DefaultLogLevel is the level of the server's own logs. The server logs a
+	// lot at info level, so only warnings and errors pass by default.
+	DefaultLogLevel = "warn"
+	// UIOff as Options.UIAddr runs no Web UI.
+	UIOff = "off"
+)
+
+// databaseFile is the SQLite file name inside Options.DataDir.
+const databaseFile = "temporal.db"
+
+// Options configures the embedded Temporal server. The zero value of every
+// field but DataDir selects a default.
+type Options struct {
+	// DataDir is the directory holding the SQLite database (temporal.db). It
+	// is created if missing. Required.
+	DataDir string
+	// FrontendAddr is the host:port the frontend gRPC service listens on;
+	// default DefaultFrontendAddr. The host must be an IP address or
+	// "localhost" (read as 127.0.0.1); port 0 picks a free port.
+	FrontendAddr string
+	// UIAddr is the host:port the Web UI listens on; default DefaultUIAddr.
+	// Port 0 picks a free port; UIOff ("off") runs no UI.
+	UIAddr string
+	// Namespace is the namespace workers and clients use; default
+	// DefaultNamespace. It is created at start if the database lacks it.
+	Namespace string
+	// Retention is the workflow history retention given to Namespace when
+	// Start creates it; default DefaultRetention. An existing namespace keeps
+	// its retention.
+	Retention time.Duration
+	// LogLevel is the minimum level of server logs passed to Logger: "debug",
+	// "info", "warn" or "error"; default DefaultLogLevel. At "warn" and
+	// "error", Stop passes only errors, as the server logs routine warnings
+	// while it shuts down.
+	LogLevel string
+	// Logger receives the server's logs; default slog.Default().
+	Logger *slog.Logger
+	// DynamicConfig sets extra Temporal dynamic config values (key to value,
+	// for every namespace and task queue), overriding this package's
+	// defaults. Values must have the types the server expects: int (not
+	// int64), float64, bool, string or time.Duration.
+	DynamicConfig map[string]any
+}
+
+// resolved is Options after defaults and validation.
+type resolved struct {
+	dataDir      string
+	dbPath       string
+	frontendHost string
+	frontendPort int
+	uiEnabled    bool
+	uiHost       string
+	uiPort       int
+	namespace    string
+	retention    time.Duration
+	level        slog.Level
+	logger       *slog.Logger
+	dynamic      map[string]any
+}
+
+// resolve applies defaults to o and checks every field.
+func (o Options) resolve() (resolved, error) {
+	var r resolved
+	if o.DataDir == "" {
+		return r, errors.New("embedded options: DataDir is required")
+	}
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return r, fmt.Errorf("embedded options: resolving DataDir %q: %w", o.DataDir, err)
+	}
+	// The database path becomes a SQLite URI (file:PATH?params), where these
+	// characters would end the path.
+	if strings.ContainsAny(dir, "?#") {
+		return r, fmt.Errorf("embedded options: DataDir %q must not contain '?' or '#'", o.DataDir)
+	}
+	r.dataDir = dir
+	r.dbPath = filepath.Join(dir, databaseFile)
+
+	addr := o.FrontendAddr
+	if addr == "" {
+		addr = DefaultFrontendAddr
+	}
+	if r.frontendHost, r.frontendPort, err = parseAddr(addr); err != nil {
+		return r, fmt.Errorf("embedded options: FrontendAddr: %w", err)
+	}
+
+	switch o.UIAddr {
+	case UIOff:
+	case "":
+		r.uiEnabled = true
+		r.uiHost, r.uiPort, _ = parseAddr(DefaultUIAddr)
+	default:
+		r.uiEnabled = true
+		if r.uiHost, r.uiPort, err = parseAddr(o.UIAddr); err != nil {
+			return r, fmt.Errorf("embedded options: UIAddr: %w", err)
+		}
+	}
+
+	r.namespace = o.Namespace
+	if r.namespace == "" {
+		r.namespace = DefaultNamespace
+	}
+	if err := checkNamespace(r.namespace); err != nil {
+		return r, fmt.Errorf("embedded options: Namespace: %w", err)
+	}
+
+	r.retention = o.Retention
+	if r.retention == 0 {
+		r.retention = DefaultRetention
+	}
+	if r.retention < 24*time.Hour {
+		return r, fmt.Errorf("embedded options: Retention %v is below the server's minimum of 24h", o.Retention)
+	}
+
+	level := o.LogLevel
+	if level == "" {
+		level = DefaultLogLevel
+	}
+	if err := r.level.UnmarshalText([]byte(level)); err != nil {
+		return r, fmt.Errorf("embedded options: LogLevel %q: want debug, info, warn or error", o.LogLevel)
+	}
+
+	r.logger = o.Logger
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	r.dynamic = maps.Clone(o.DynamicConfig)
+	return r, nil
+}
+
+// parseAddr splits a host:port address whose host is an IP address or
+// "localhost" and whose port is 0 to 65535.
+func parseAddr(addr string) (host string, port int, err error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("parsing address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("address %q: host must be an IP address or localhost", addr)
+	}
+	port, err = strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("address %q: port must be a number from 0 to 65535", addr)
+	}
+	return host, port, nil
+}
+
+// checkNamespace accepts the names Temporal accepts for namespaces: letters,
+// digits, '-', '_' and '.', starting with a letter or digit, at most 255
+// characters.
+func checkNamespace(name string) error {
+	if len(name) > 255 {
+		return fmt.Errorf("namespace name is %d characters long, the limit is 255", len(name))
+	}
+	for i, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '-' || c == '_' || c == '.'):
+		default:
+			return fmt.Errorf("namespace name %q: character %q at %d is not allowed", name, c, i)
+		}
+	}
+	return nil
+}

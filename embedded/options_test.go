@@ -1,0 +1,119 @@
+package embedded
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestResolveDefaults(t *testing.T) {
+	r, err := Options{DataDir: t.TempDir()}.resolve()
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	if r.frontendHost != "127.0.0.1" || r.frontendPort != 7233 {
+		t.Errorf("frontend = %s:%d, want 127.0.0.1:7233", r.frontendHost, r.frontendPort)
+	}
+	if !r.uiEnabled || r.uiHost != "127.0.0.1" || r.uiPort != 8233 {
+		t.Errorf("ui = %v %s:%d, want on at 127.0.0.1:8233", r.uiEnabled, r.uiHost, r.uiPort)
+	}
+	if r.namespace != "default" || r.retention != 72*time.Hour {
+		t.Errorf("namespace %q retention %v, want default 72h", r.namespace, r.retention)
+	}
+	if r.level != slog.LevelWarn {
+		t.Errorf("level %v, want warn", r.level)
+	}
+	if !strings.HasSuffix(r.dbPath, "/temporal.db") {
+		t.Errorf("dbPath %q, want it to end in /temporal.db", r.dbPath)
+	}
+}
+
+func TestResolveChoices(t *testing.T) {
+	r, err := Options{
+		DataDir:      t.TempDir(),
+		FrontendAddr: "localhost:0",
+		UIAddr:       UIOff,
+		Namespace:    "sluice-dev.1",
+		LogLevel:     "debug",
+		Retention:    240 * time.Hour,
+	}.resolve()
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	if r.frontendHost != "127.0.0.1" || r.frontendPort != 0 {
+		t.Errorf("frontend = %s:%d, want 127.0.0.1:0", r.frontendHost, r.frontendPort)
+	}
+	if r.uiEnabled {
+		t.Error("UI enabled with UIAddr off")
+	}
+	if r.namespace != "sluice-dev.1" || r.level != slog.LevelDebug || r.retention != 240*time.Hour {
+		t.Errorf("got namespace %q level %v retention %v", r.namespace, r.level, r.retention)
+	}
+}
+
+func TestResolveRejects(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no data dir", Options{}, "DataDir is required"},
+		{"query char in dir", Options{DataDir: dir + "/a?b"}, "must not contain"},
+		{"no port", Options{DataDir: dir, FrontendAddr: "127.0.0.1"}, "FrontendAddr"},
+		{"host name", Options{DataDir: dir, FrontendAddr: "example.com:7233"}, "IP address"},
+		{"port range", Options{DataDir: dir, UIAddr: "127.0.0.1:70000"}, "UIAddr"},
+		{"port text", Options{DataDir: dir, UIAddr: "127.0.0.1:http"}, "UIAddr"},
+		{"namespace char", Options{DataDir: dir, Namespace: "a b"}, "Namespace"},
+		{"namespace start", Options{DataDir: dir, Namespace: "-a"}, "Namespace"},
+		{"namespace length", Options{DataDir: dir, Namespace: strings.Repeat("a", 256)}, "255"},
+		{"log level", Options{DataDir: dir, LogLevel: "loud"}, "LogLevel"},
+		{"retention", Options{DataDir: dir, Retention: time.Hour}, "Retention"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.opts.resolve()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("resolve error = %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDynamicConfigOverrides(t *testing.T) {
+	dc := dynamicConfigClient(map[string]any{
+		"matching.numTaskqueueReadPartitions": 4,
+		"custom.key":                          true,
+	})
+	get := func(k string) any {
+		for key, v := range dc {
+			if key.String() == strings.ToLower(k) {
+				return v
+			}
+		}
+		return nil
+	}
+	if got := get("matching.numTaskqueueReadPartitions"); got != 4 {
+		t.Errorf("overridden read partitions = %v, want 4", got)
+	}
+	if got := get("matching.numTaskqueueWritePartitions"); got != 1 {
+		t.Errorf("default write partitions = %v, want 1", got)
+	}
+	if got := get("custom.key"); got != true {
+		t.Errorf("extra key = %v, want true", got)
+	}
+}
+
+func TestFreePortIsBindable(t *testing.T) {
+	p, err := freePort("127.0.0.1")
+	if err != nil {
+		t.Fatalf("freePort: %v", err)
+	}
+	if p <= 0 || p > 65535 {
+		t.Fatalf("freePort = %d", p)
+	}
+	if got, err := resolvePort("127.0.0.1", p); err != nil || got != p {
+		t.Fatalf("resolvePort(%d) = %d, %v; want the port back", p, got, err)
+	}
+}

@@ -1,0 +1,191 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/server/temporal"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Server is a running embedded Temporal server with its optional Web UI.
+type Server struct {
+	temporal     temporal.Server
+	ui           *webUI
+	lock         *flock.Flock
+	level        *slog.LevelVar
+	quietStop    bool
+	frontendHost string
+	namespace    string
+
+	logger   *slog.Logger
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start prepares the SQLite database in opts.DataDir, starts the Temporal
+// server and, unless disabled, the Web UI. It returns once the frontend
+// answers and the namespace can be used, so a worker can connect at once.
+// If ctx ends first, Start stops what it started and returns ctx's error.
+// The caller must Stop the returned server.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(r.dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating data directory %s: %w", r.dataDir, err)
+	}
+	lock := flock.New(r.dbPath + ".lock")
+	locked, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", lock.Path(), err)
+	}
+	if !locked {
+		return nil, fmt.Errorf("locking %s: another process is using the Temporal database in %s", lock.Path(), r.dataDir)
+	}
+	s, err := start(ctx, r)
+	if err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+// start does Start's work while the data directory is locked.
+func start(ctx context.Context, r resolved) (*Server, error) {
+	began := time.Now()
+	if err := prepareDatabase(r.dbPath, r.namespace, r.retention); err != nil {
+		return nil, fmt.Errorf("preparing Temporal database: %w", err)
+	}
+	ports, err := pickPorts(r.frontendHost, r.frontendPort)
+	if err != nil {
+		return nil, fmt.Errorf("choosing Temporal ports: %w", err)
+	}
+
+	level := new(slog.LevelVar)
+	level.Set(r.level)
+	logger := slog.New(levelHandler{level: level, next: r.logger.Handler()}).With("component", "temporal")
+	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, r.dbPath, serverLogger{log: logger}, r.dynamic)...)
+	if err != nil {
+		return nil, fmt.Errorf("building Temporal server: %w", err)
+	}
+	s := &Server{
+		temporal:     srv,
+		level:        level,
+		quietStop:    r.level >= slog.LevelWarn,
+		frontendHost: net.JoinHostPort(r.frontendHost, strconv.Itoa(ports.frontend)),
+		namespace:    r.namespace,
+		logger:       r.logger,
+	}
+	if err := srv.Start(); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("starting Temporal server: %w", err)
+	}
+	if err := waitNamespace(ctx, s.frontendHost, r.namespace); err != nil {
+		_ = s.stopServers()
+		return nil, err
+	}
+	if r.uiEnabled {
+		if s.ui, err = startUI(ctx, r.uiHost, r.uiPort, s.frontendHost, r.namespace); err != nil {
+			_ = s.stopServers()
+			return nil, fmt.Errorf("starting Temporal Web UI: %w", err)
+		}
+	}
+	r.logger.Info("embedded Temporal server started",
+		"frontend", s.frontendHost, "ui", s.UIURL(), "namespace", r.namespace,
+		"database", r.dbPath, "took", time.Since(began).Round(time.Millisecond))
+	return s, nil
+}
+
+// namespaceWait bounds how long Start waits for the namespace after the
+// server has started, in case ctx has no deadline.
+const namespaceWait = time.Minute
+
+// waitNamespace polls the frontend until it describes namespace.
+func waitNamespace(ctx context.Context, hostPort, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
+	defer cancel()
+	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal frontend %s: %w", hostPort, err)
+	}
+	defer conn.Close()
+	svc := workflowservice.NewWorkflowServiceClient(conn)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := svc.DescribeNamespace(callCtx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for namespace %q on Temporal frontend %s: %w (last error: %v)",
+				namespace, hostPort, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// FrontendHostPort returns the host:port of the frontend gRPC service, for
+// client.Options.HostPort.
+func (s *Server) FrontendHostPort() string { return s.frontendHost }
+
+// UIURL returns the Web UI's base URL, such as http://127.0.0.1:8233, or ""
+// when the UI is off.
+func (s *Server) UIURL() string {
+	if s.ui == nil {
+		return ""
+	}
+	return s.ui.url
+}
+
+// Namespace returns the namespace Start made sure exists.
+func (s *Server) Namespace() string { return s.namespace }
+
+// Stop stops the Web UI and the Temporal server and releases the data
+// directory. Later calls return the first call's result.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		if s.quietStop {
+			// The server logs routine warnings while shutting down.
+			s.level.Set(slog.LevelError)
+		}
+		began := time.Now()
+		err := s.stopServers()
+		s.logger.Info("embedded Temporal server stopped", "frontend", s.frontendHost,
+			"took", time.Since(began).Round(time.Millisecond))
+		if s.lock != nil {
+			if uerr := s.lock.Unlock(); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("unlocking %s: %w", s.lock.Path(), uerr))
+			}
+		}
+		s.stopErr = err
+	})
+	return s.stopErr
+}
+
+// stopServers stops the UI, then the Temporal server.
+func (s *Server) stopServers() error {
+	if s.ui != nil {
+		s.ui.stop()
+	}
+	if err := s.temporal.Stop(); err != nil {
+		return fmt.Errorf("stopping Temporal server: %w", err)
+	}
+	return nil
+}
