@@ -186,6 +186,7 @@ func (s *Server) run() error {
 	)
 	out := &lockedWriter{}
 	cmd.Stdout, cmd.Stderr = out, out
+	orphanGuard(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package versitygw
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 )
@@ -15,4 +16,11 @@ func xattrSupported(dir string) bool {
 	}
 	defer os.Remove(p)
 	return syscall.Setxattr(p, "user.sluice.probe", []byte("1"), 0) == nil
+}
+
+// orphanGuard makes the kernel kill the server if the test process dies
+// without cleaning up (a test timeout, a crash), so no server outlives its
+// tests.
+func orphanGuard(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
