@@ -512,4 +512,15 @@ func testSecretsRedacted(t *testing.T, b backend) {
 	if bytes.Contains(b.raw(t, k), []byte("abcdef0123456789")) {
 		t.Error("the stored object contains the api key")
 	}
+
+	// Oversized and non-ASCII metadata still fits S3's header rules.
+	k = key(t, "fred", "fred_long_meta", 13)
+	meta.ContentType = "application/json; note=" + strings.Repeat("한", 300)
+	meta.SourceURL = "https://h/p?q=" + strings.Repeat("값", 1000)
+	put(t, b.sink, k, []byte("{}"), meta)
+	obj = stat(t, b.sink, k)
+	if len(obj.ContentType) != maxContentTypeLen || len(obj.SourceURL) != maxSourceURLLen {
+		t.Errorf("long metadata stored as %d-byte content type and %d-byte URL, want %d and %d",
+			len(obj.ContentType), len(obj.SourceURL), maxContentTypeLen, maxSourceURLLen)
+	}
 }

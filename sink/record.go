@@ -30,13 +30,23 @@ const (
 	metaWriter         = "sluice-version"
 )
 
+// maxContentTypeLen bounds the content type kept in metadata.
+const maxContentTypeLen = 256
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
 // newRecord builds the metadata of a finished stream.
 func newRecord(meta Meta, sum []byte, rawSize, compressedSize int64, writer string) record {
 	return record{
 		RawSHA256:      hex.EncodeToString(sum),
 		RawSize:        rawSize,
 		CompressedSize: compressedSize,
-		ContentType:    asciiOnly(meta.ContentType),
+		ContentType:    truncate(asciiOnly(meta.ContentType), maxContentTypeLen),
 		SourceURL:      cleanSourceURL(meta.SourceURL),
 		FetchedAt:      meta.FetchedAt.UTC(),
 		Writer:         asciiOnly(writer),

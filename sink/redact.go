@@ -72,7 +72,7 @@ func cleanSourceURL(raw string) string {
 	}
 	s = asciiOnly(s)
 	if len(s) > maxSourceURLLen {
-		s = s[:maxSourceURLLen-3] + "..."
+		s = truncate(s, maxSourceURLLen-3) + "..."
 	}
 	return s
 }
