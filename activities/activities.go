@@ -99,6 +99,21 @@ func New(cfg Config) (*Activities, error) {
 	return a, nil
 }
 
+// WarmLimiters starts the limiter workflow of every scope instance that
+// has datasets, so the first calls of a batch do not wait for their start.
+func (a *Activities) WarmLimiters(ctx context.Context) error {
+	var errs []error
+	for _, s := range a.cfg.Registry.Scopes {
+		if len(s.Datasets) == 0 {
+			continue
+		}
+		if err := a.cfg.Limiter.Warm(ctx, s.ID, a.limits[s.ID]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // gate waits for a permit from the limiter of every scope instance the
 // call counts against. Token calls are paced by the token store (once a
 // minute per app key), not here.

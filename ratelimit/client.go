@@ -138,6 +138,9 @@ type batcher struct {
 	scope   string
 	pending []*waiter
 	running bool
+	// release holds grants of a late answer, given back with the next
+	// acquire.
+	release []time.Time
 }
 
 // Acquire returns a permit for one call to the scope instance. It blocks
@@ -199,7 +202,9 @@ func (c *Client) run(b *batcher) {
 			maxWait = min(maxWait, w.maxWait)
 		}
 		sent := time.Now()
-		resp, err := c.acquire(b.scope, lim, len(batch), maxWait)
+		release := b.release
+		b.release = nil
+		resp, err := c.acquire(b.scope, lim, len(batch), maxWait, release)
 		received := time.Now()
 		rtt := received.Sub(sent)
 		c.statsMu.Lock()
@@ -208,6 +213,9 @@ func (c *Client) run(b *batcher) {
 		c.statsMu.Unlock()
 		if err != nil {
 			c.log.Warn("limiter update failed; retrying", "scope", b.scope, "err", err, "backoff", backoff)
+			// Whether the update was applied is unknown; releasing grants
+			// that may already be gone is harmless.
+			b.release = release
 			c.requeue(b, batch)
 			time.Sleep(backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -221,12 +229,19 @@ func (c *Client) run(b *batcher) {
 			c.statsMu.Lock()
 			c.stats.LateBatch++
 			c.statsMu.Unlock()
-			c.log.Debug("limiter answer slower than tolerance; asking again", "scope", b.scope, "rtt", rtt, "tolerance", lim.Tolerance)
+			c.log.Debug("limiter answer slower than tolerance; releasing its grants and asking again", "scope", b.scope, "rtt", rtt, "tolerance", lim.Tolerance)
+			b.release = append(b.release, resp.Grants...)
 			c.requeue(b, batch)
 			continue
 		}
 		slack := lim.Tolerance - rtt
+		var again []*waiter
 		for i, w := range batch {
+			if i >= len(resp.Waits) && resp.Quota == nil {
+				// Held back by the horizon: next round.
+				again = append(again, w)
+				continue
+			}
 			if i >= len(resp.Waits) {
 				q := resp.Quota
 				if q == nil {
@@ -238,10 +253,34 @@ func (c *Client) run(b *batcher) {
 			at := received.Add(resp.Waits[i])
 			w.res <- result{permit: Permit{Scope: b.scope, SendAt: at, Deadline: at.Add(slack)}}
 		}
+		if len(again) > 0 {
+			c.requeue(b, again)
+		}
 		c.statsMu.Lock()
 		c.stats.Granted += int64(min(len(batch), len(resp.Waits)))
 		c.statsMu.Unlock()
 	}
+}
+
+// Warm starts a scope's limiter if it is not running, so that the first
+// acquire does not pay for the workflow's start.
+func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
+	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: c.startOp(scopeID, lim),
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   WorkflowID(scopeID),
+			UpdateName:   PingUpdate,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("warming limiter %s: %w", scopeID, err)
+	}
+	var s State
+	if err := h.Get(ctx, &s); err != nil {
+		return fmt.Errorf("warming limiter %s: %w", scopeID, err)
+	}
+	return nil
 }
 
 func (c *Client) requeue(b *batcher, batch []*waiter) {
@@ -259,7 +298,7 @@ func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOpe
 	}, WorkflowName, LimiterInput{ScopeID: scopeID, Limits: lim, RecoveryStep: c.recovery})
 }
 
-func (c *Client) acquire(scopeID string, lim Limits, n int, maxWait time.Duration) (AcquireResponse, error) {
+func (c *Client) acquire(scopeID string, lim Limits, n int, maxWait time.Duration, release []time.Time) (AcquireResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -267,7 +306,7 @@ func (c *Client) acquire(scopeID string, lim Limits, n int, maxWait time.Duratio
 		UpdateOptions: client.UpdateWorkflowOptions{
 			WorkflowID:   WorkflowID(scopeID),
 			UpdateName:   AcquireUpdate,
-			Args:         []any{AcquireRequest{N: n, Limits: lim, MaxWait: maxWait, Caller: c.caller}},
+			Args:         []any{AcquireRequest{N: n, Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Release: release, Caller: c.caller}},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})

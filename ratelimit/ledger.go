@@ -11,6 +11,9 @@ import (
 const (
 	minFactor     = 1.0 / 64
 	recoveryRatio = 1.25
+	// releaseSlack is how many grants beyond the largest window count the
+	// log keeps, so that a late answer's grants can be released.
+	releaseSlack = 64
 	// DefaultRecoveryStep is how long the rate must go unpenalized before
 	// it recovers by a quarter.
 	DefaultRecoveryStep = 30 * time.Second
@@ -24,6 +27,8 @@ type Ledger struct {
 	// Log holds the most recent grant times, ascending; as many as the
 	// largest window count.
 	Log []time.Time `json:"log,omitempty"`
+	// Trimmed is true once older grants were dropped from the log.
+	Trimmed bool `json:"trimmed,omitempty"`
 	// Day is the provider-local date (YYYY-MM-DD) DayCount counts for.
 	Day      string `json:"day,omitempty"`
 	DayCount int    `json:"day_count,omitempty"`
@@ -34,8 +39,43 @@ type Ledger struct {
 	PausedUntil time.Time `json:"paused_until,omitempty"`
 	// Counters, for status and metrics.
 	Granted   int64 `json:"granted"`
+	Released  int64 `json:"released"`
 	Denied    int64 `json:"denied"`
 	Penalties int64 `json:"penalties"`
+}
+
+// Release takes back grants a caller will never use (its answer arrived
+// too late to use them): each is removed from the log, and from the day's
+// count. Removing a grant only leaves the schedule sparser, so every
+// remaining and future grant keeps the limits; when the released grants
+// were the latest, their slots are given out again. Times not in the log
+// are ignored, and so are those that would leave a trimmed log shorter
+// than the largest window count (the slots then stay wasted: safe).
+func (l *Ledger) Release(times []time.Time, lim Limits) {
+	loc := time.UTC
+	if lim.Timezone != "" {
+		if z, err := time.LoadLocation(lim.Timezone); err == nil {
+			loc = z
+		}
+	}
+	keep := lim.maxLog()
+	for _, t := range times {
+		// Only while the log keeps at least a window's count after the
+		// removal: the grants before a released one must stay known.
+		if l.Trimmed && len(l.Log) <= keep {
+			return
+		}
+		for i := len(l.Log) - 1; i >= 0; i-- {
+			if l.Log[i].Equal(t) {
+				l.Log = append(l.Log[:i], l.Log[i+1:]...)
+				l.Released++
+				if lim.DailyQuota > 0 && t.In(loc).Format(time.DateOnly) == l.Day && l.DayCount > 0 {
+					l.DayCount--
+				}
+				break
+			}
+		}
+	}
 }
 
 // QuotaExhausted says the daily quota leaves no call before ResetAt.
@@ -77,7 +117,13 @@ func (l *Ledger) Penalize(now time.Time, retryAfter, step time.Duration) float64
 // [grant, grant+lim.Tolerance] keep every window and the minimum interval.
 // When the daily quota leaves no room for a grant within maxWait, Reserve
 // stops and reports the quota: the caller gets fewer than n grants.
-func (l *Ledger) Reserve(now time.Time, lim Limits, n int, maxWait, step time.Duration) ([]time.Time, *QuotaExhausted) {
+//
+// A horizon > 0 bounds how far ahead one call reserves: after the first
+// grant (and every grant at that same instant), Reserve stops at the first
+// grant later than now+horizon and returns what it has. A caller whose
+// answer arrived too late to use its grants then wastes at most a
+// horizon's worth of slots.
+func (l *Ledger) Reserve(now time.Time, lim Limits, n int, maxWait, step, horizon time.Duration) ([]time.Time, *QuotaExhausted) {
 	loc := time.UTC
 	if lim.Timezone != "" {
 		if z, err := time.LoadLocation(lim.Timezone); err == nil {
@@ -89,7 +135,9 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, n int, maxWait, step time.Du
 	// A millisecond of slack keeps a call out of the window whether the
 	// provider counts it closed or half-open.
 	const slack = time.Millisecond
-	keep := lim.maxLog()
+	// Keep some history beyond the largest window count, so that released
+	// grants leave the grants before them in the log.
+	keep := lim.maxLog() + releaseSlack
 	var out []time.Time
 	for range n {
 		g := now
@@ -131,9 +179,16 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, n int, maxWait, step time.Du
 			}
 			l.DayCount++
 		}
+		if horizon > 0 && len(out) > 0 && g.After(now.Add(horizon)) && !g.Equal(out[0]) {
+			if lim.DailyQuota > 0 {
+				l.DayCount-- // not granted after all
+			}
+			return out, nil
+		}
 		l.Log = append(l.Log, g.UTC())
 		if len(l.Log) > keep {
 			l.Log = append(l.Log[:0], l.Log[len(l.Log)-keep:]...)
+			l.Trimmed = true
 		}
 		l.Granted++
 		out = append(out, g.UTC())

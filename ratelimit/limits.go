@@ -129,3 +129,9 @@ func (l Limits) maxLog() int {
 	}
 	return n
 }
+
+// horizon is how far ahead one acquire answer may reserve beyond its first
+// burst: the tolerance. An answer that arrives too late to be used then
+// wastes one burst of slots, not a window's worth; the client asks again
+// at once for the callers still waiting.
+func (l Limits) horizon() time.Duration { return max(l.Tolerance, time.Millisecond) }

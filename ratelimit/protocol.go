@@ -15,6 +15,8 @@ const (
 	AcquireUpdate = "acquire"
 	// PenalizeUpdate reports a provider's rate-limit answer.
 	PenalizeUpdate = "penalize"
+	// PingUpdate starts the limiter if needed and returns its State.
+	PingUpdate = "ping"
 	// StateQuery returns the limiter's State.
 	StateQuery = "state"
 	// MaxBatch is the most grants one acquire update may ask for.
@@ -39,14 +41,22 @@ type AcquireRequest struct {
 	N       int           `json:"n"`
 	Limits  Limits        `json:"limits"`
 	MaxWait time.Duration `json:"max_wait"`
-	Caller  string        `json:"caller,omitempty"`
+	// Horizon bounds how far ahead one answer reserves (see
+	// Ledger.Reserve); 0: no bound.
+	Horizon time.Duration `json:"horizon,omitempty"`
+	// Release gives back grants of an earlier answer that arrived too late
+	// to be used (see Ledger.Release); they were never handed out.
+	Release []time.Time `json:"release,omitempty"`
+	Caller  string      `json:"caller,omitempty"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
 // limiter decided (which is after the request arrived). Fewer waits than
 // asked mean the daily quota ran out: Quota says until when.
 type AcquireResponse struct {
-	Waits  []time.Duration `json:"waits"`
+	Waits []time.Duration `json:"waits"`
+	// Grants are the same grants as limiter times, for Release.
+	Grants []time.Time     `json:"grants"`
 	Quota  *QuotaExhausted `json:"quota,omitempty"`
 	Factor float64         `json:"factor"`
 }

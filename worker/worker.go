@@ -120,6 +120,13 @@ func Start(opts Options) (*Worker, error) {
 		out.stopMetrics()
 		return nil, fmt.Errorf("starting worker on task queue %s: %w", opts.TaskQueue, err)
 	}
+	// Start the scope limiters now rather than on the first call; a
+	// failure here is not fatal (the first acquire starts them anyway).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := acts.WarmLimiters(ctx); err != nil {
+		opts.Logger.Warn("warming scope limiters", "err", err)
+	}
 	return out, nil
 }
 

@@ -31,11 +31,13 @@ func ScopeLimiter(ctx workflow.Context, in ratelimit.LimiterInput) error {
 			handled++
 			now := workflow.Now(ctx)
 			limits = ratelimit.Stricter(limits, req.Limits)
-			grants, quota := ledger.Reserve(now, limits, req.N, req.MaxWait, in.RecoveryStep)
+			ledger.Release(req.Release, limits)
+			grants, quota := ledger.Reserve(now, limits, req.N, req.MaxWait, in.RecoveryStep, req.Horizon)
 			resp := ratelimit.AcquireResponse{Quota: quota, Factor: ledger.CurrentFactor(now, in.RecoveryStep)}
 			for _, g := range grants {
 				resp.Waits = append(resp.Waits, g.Sub(now))
 			}
+			resp.Grants = grants
 			return resp, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ratelimit.AcquireRequest) error {
@@ -59,9 +61,16 @@ func ScopeLimiter(ctx workflow.Context, in ratelimit.LimiterInput) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetQueryHandler(ctx, ratelimit.StateQuery, func() (ratelimit.State, error) {
+	state := func() (ratelimit.State, error) {
 		now := workflow.Now(ctx)
 		return ratelimit.State{ScopeID: in.ScopeID, Limits: limits, Ledger: ledger, Factor: ledger.CurrentFactor(now, in.RecoveryStep), Now: now}, nil
+	}
+	if err := workflow.SetQueryHandler(ctx, ratelimit.StateQuery, state); err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandler(ctx, ratelimit.PingUpdate, func(ctx workflow.Context) (ratelimit.State, error) {
+		handled++
+		return state()
 	})
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ func newDevCmd() *cobra.Command {
 	var rf runtimeFlags
 	var frontendAddr, uiAddr, simAddr, date, namespace string
 	var real, once, noIngest bool
+	var providers, datasets []string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run everything in one process: Temporal + Web UI, simulator, worker, local lake",
@@ -117,7 +118,7 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 
 			failed := false
 			if !noIngest {
-				run, err := startDaily(ctx, tc, "sluice", workflows.DailyIngestInput{Date: date})
+				run, err := startDaily(ctx, tc, "sluice", workflows.DailyIngestInput{Date: date, Providers: providers, Datasets: datasets})
 				if err != nil {
 					return err
 				}
@@ -159,5 +160,7 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 	fs.BoolVar(&real, "real", false, "call the real provider endpoints instead of the simulator (credentials from the environment)")
 	fs.BoolVar(&once, "once", false, "exit after the batch instead of staying up for the Web UI")
 	fs.BoolVar(&noIngest, "no-ingest", false, "start everything but run no batch")
+	fs.StringSliceVar(&providers, "provider", nil, "only this provider's datasets in the batch (repeatable)")
+	fs.StringSliceVar(&datasets, "dataset", nil, "only this dataset in the batch (repeatable)")
 	return cmd
 }

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/workflows"
@@ -96,7 +95,13 @@ func follow(ctx context.Context, tc client.Client, run client.WorkflowRun, out i
 	done := make(chan error, 1)
 	var res workflows.DailyIngestResult
 	go func() { done <- run.Get(ctx, &res) }()
-	tick := time.NewTicker(300 * time.Millisecond)
+	// On a terminal the bar redraws in place; in a log it prints a line
+	// every few seconds.
+	interval, cr, nl := 300*time.Millisecond, "\r", ""
+	if !isTerminal(out) {
+		interval, cr, nl = 5*time.Second, "", "\n"
+	}
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	start := time.Now()
 	last := ""
@@ -106,7 +111,7 @@ func follow(ctx context.Context, tc client.Client, run client.WorkflowRun, out i
 			if err != nil {
 				return res, fmt.Errorf("daily ingest %s: %w", run.GetID(), err)
 			}
-			fmt.Fprintf(out, "\r%s\n", bar(workflows.Progress{Total: len(res.Results), Done: len(res.Results),
+			fmt.Fprintf(out, "%s%s\n", cr, bar(workflows.Progress{Total: len(res.Results), Done: len(res.Results),
 				Succeeded: res.Succeeded, NoData: res.NoData, Failed: res.Failed}, time.Since(start)))
 			return res, nil
 		case <-ctx.Done():
@@ -114,16 +119,12 @@ func follow(ctx context.Context, tc client.Client, run client.WorkflowRun, out i
 		case <-tick.C:
 			v, err := tc.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.ProgressQuery)
 			if err != nil {
-				var nf *serviceerror.NotFound
-				if errors.As(err, &nf) {
-					continue
-				}
-				continue // the query handler is set after planning; try again
+				continue // the query handler is set after planning; ask again
 			}
 			var p workflows.Progress
 			if v.Get(&p) == nil {
 				if line := bar(p, time.Since(start)); line != last {
-					fmt.Fprintf(out, "\r%s", line)
+					fmt.Fprintf(out, "%s%s%s", cr, line, nl)
 					last = line
 				}
 			}
@@ -139,4 +140,14 @@ func bar(p workflows.Progress, elapsed time.Duration) string {
 	}
 	return fmt.Sprintf("[%s%s] %d/%d  ok %d  no-data %d  failed %d  %s", strings.Repeat("█", filled), strings.Repeat("·", width-filled),
 		p.Done, p.Total, p.Succeeded, p.NoData, p.Failed, elapsed.Round(100*time.Millisecond))
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
@@ -65,6 +67,11 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 	}
 	if r.simCredentials {
 		opts.Credentials = connector.MapCredentials(simulator.TestCredentials(reg))
+	}
+	// KIS tokens live under the data directory: every worker sharing it
+	// (one machine, or a shared volume) shares one token per app key.
+	if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+		opts.TokenStore = store
 	}
 	return opts
 }
