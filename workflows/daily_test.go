@@ -1,0 +1,72 @@
+package workflows_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/workflows"
+)
+
+// TestDailyIngestIsolatesFailures: one provider's failures fail only its
+// datasets; the workflow completes and names them.
+func TestDailyIngestIsolatesFailures(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	env.OnActivity(a.Plan, mock.Anything, activities.PlanInput{}).Return([]activities.PlanItem{
+		{Dataset: "fred-dgs10", Provider: "fred"},
+		{Dataset: "kis-a", Provider: "kis"},
+		{Dataset: "ecos-m", Provider: "ecos"},
+	}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "fred-dgs10", From: "2026-11-27"}).Return(activities.IngestResult{
+		Dataset: "fred-dgs10", Provider: "fred", Key: "provider=fred/job=fred-dgs10/year=2026/fred-dgs10_20261127.json.zst",
+		RawBytes: 100, CompressedBytes: 50, SHA256: "ab", Attempt: 1}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "kis-a", From: "2026-11-27"}).Return(activities.IngestResult{},
+		temporal.NewNonRetryableApplicationError("kis kis-a: auth_failed EGW00121: invalid token", "auth_failed", nil))
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "ecos-m", From: "2026-11-27"}).Return(activities.IngestResult{
+		Dataset: "ecos-m", Provider: "ecos", NoData: true, Attempt: 1}, nil)
+
+	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "2026-11-27"})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: completed %v, err %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	var res workflows.DailyIngestResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Succeeded != 1 || res.NoData != 1 || res.Failed != 1 || len(res.Results) != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	got := map[string]workflows.DatasetResult{}
+	for _, r := range res.Results {
+		got[r.Dataset] = r
+	}
+	if r := got["kis-a"]; r.Status != workflows.StatusFailed || r.ErrorType != "auth_failed" || r.Error == "" {
+		t.Errorf("kis-a = %+v", r)
+	}
+	if r := got["fred-dgs10"]; r.Status != workflows.StatusOK || r.Key == "" || r.SHA256 != "ab" {
+		t.Errorf("fred-dgs10 = %+v", r)
+	}
+	if r := got["ecos-m"]; r.Status != workflows.StatusNoData {
+		t.Errorf("ecos-m = %+v", r)
+	}
+}
+
+func TestDailyIngestRejectsBadDate(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "27/11/2026"})
+	err := env.GetWorkflowError()
+	var app *temporal.ApplicationError
+	if err == nil || !errorsAs(err, &app) || app.Type() != activities.ErrTypeBadInput {
+		t.Fatalf("err = %v", err)
+	}
+}

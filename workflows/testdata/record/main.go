@@ -1,0 +1,145 @@
+// Command record runs a small real batch — embedded Temporal, the provider
+// simulator, a worker, a local lake — and writes the histories of the
+// DailyIngest, ScopeLimiter and OpsEvents workflows it produced to
+// workflows/testdata, for the replay tests. Run it from the module root
+// after changing workflow code on purpose:
+//
+//	go run ./workflows/testdata/record
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/worker"
+	"github.com/sluicehq/sluice/workflows"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "record:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "sluice-record-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := embedded.Start(ctx, embedded.Options{DataDir: filepath.Join(tmp, "temporal"), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		return err
+	}
+	sim, err := simulator.New(simulator.Options{Registry: reg, RateScale: 10})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	lake, err := sink.NewLocal(filepath.Join(tmp, "lake"))
+	if err != nil {
+		return err
+	}
+	tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace()})
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	w, err := worker.Start(worker.Options{
+		Client: tc, Registry: reg, Sink: lake, Logger: log, RateScale: 10,
+		BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
+		Credentials: connector.MapCredentials(withheld(simulator.TestCredentials(reg), "DATAGO_SERVICE_KEY")),
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	// A batch with successes, a dataset with no data (a monthly ECOS
+	// series asked for a day) and a failure (data.go.kr's service key is
+	// withheld, so its dataset fails authentication).
+	in := workflows.DailyIngestInput{Date: "2026-11-27", Datasets: []string{
+		"fred-dgs10", "fred-dgs2", "upbit-krw-btc", "ecos-901y009-0", "fsc-stock-market-index"}}
+	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.DailyWorkflowID(in.Date), TaskQueue: worker.DefaultTaskQueue}, workflows.DailyIngestName, in)
+	if err != nil {
+		return err
+	}
+	var res workflows.DailyIngestResult
+	if err := run.Get(ctx, &res); err != nil {
+		return err
+	}
+	fmt.Printf("batch: %d ok, %d no data, %d failed\n", res.Succeeded, res.NoData, res.Failed)
+	if err := events.NewRecorder(tc, worker.DefaultTaskQueue).Record(ctx, events.Event{Kind: events.KindBackoff, Scope: "fred/key", Message: "recorded for the replay test"}); err != nil {
+		return err
+	}
+	lim := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: worker.DefaultTaskQueue})
+	if _, err := lim.Penalize(ctx, "fred/key", ratelimit.Limits{Tolerance: ratelimit.DefaultTolerance}, time.Second, "recorded for the replay test"); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // let the events workflow's task complete
+	for id, file := range map[string]string{
+		workflows.DailyWorkflowID(in.Date): "daily-ingest.json",
+		ratelimit.WorkflowID("fred/key"):   "scope-limiter.json",
+		events.WorkflowID:                  "ops-events.json",
+	} {
+		if err := save(ctx, tc, id, filepath.Join("workflows", "testdata", file)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func save(ctx context.Context, tc client.Client, id, path string) error {
+	it := tc.GetWorkflowHistory(ctx, id, "", false, 0)
+	h := &history.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return fmt.Errorf("reading history of %s: %w", id, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: %d events → %s\n", id, len(h.Events), path)
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func withheld(creds map[string]string, name string) map[string]string {
+	delete(creds, name)
+	return creds
+}
