@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"sync"
 	"testing"
@@ -18,11 +19,12 @@ import (
 
 // startTemporal runs a real embedded Temporal server and a worker hosting
 // the limiter workflow; it returns a client.
-func startTemporal(t *testing.T) client.Client {
+func startTemporal(t testing.TB) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := embedded.Start(ctx, embedded.Options{DataDir: t.TempDir(), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff})
+	srv, err := embedded.Start(ctx, embedded.Options{DataDir: t.TempDir(), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("starting Temporal: %v", err)
 	}
