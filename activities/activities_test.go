@@ -1,0 +1,115 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/registry"
+)
+
+func TestTemporalErrorMapsClasses(t *testing.T) {
+	a := &Activities{cfg: Config{MaxQuotaWait: time.Hour}}
+	ctx := context.Background()
+	now := time.Now()
+	tests := []struct {
+		name         string
+		err          error
+		nonRetryable bool
+		typ          string
+		delayMin     time.Duration
+		delayMax     time.Duration
+	}{
+		{"auth", &connector.Error{Class: connector.AuthFailed, Provider: "fred", Code: "400"}, true, "auth_failed", 0, 0},
+		{"bad request", &connector.Error{Class: connector.BadRequest, Provider: "ecos", Code: "ERROR-101"}, true, "bad_request", 0, 0},
+		{"rate limited with a hint", &connector.Error{Class: connector.RateLimited, Provider: "kis", Code: "EGW00201", RetryAfter: 7 * time.Second}, false, "rate_limited", 7 * time.Second, 7 * time.Second},
+		{"blocked until", &connector.Error{Class: connector.Blocked, Provider: "upbit", Code: "418", Until: now.Add(time.Minute)}, false, "blocked", 50 * time.Second, time.Minute},
+		{"quota resets within the wait", &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(30 * time.Minute)}, false, "quota_exhausted", 29 * time.Minute, 30 * time.Minute},
+		{"quota resets too late", &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(5 * time.Hour)}, true, "quota_exhausted", 0, 0},
+		{"transient", &connector.Error{Class: connector.Transient, Provider: "ecos", Code: "ERROR-500"}, false, "transient", 500 * time.Millisecond, time.Second},
+		{"unclassified is transient", errors.New("connection reset"), false, "transient", 500 * time.Millisecond, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := a.temporalError(ctx, tt.err)
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) {
+				t.Fatalf("not an application error: %v", err)
+			}
+			if app.NonRetryable() != tt.nonRetryable || app.Type() != tt.typ {
+				t.Errorf("non-retryable %v type %q; want %v %q", app.NonRetryable(), app.Type(), tt.nonRetryable, tt.typ)
+			}
+			if d := app.NextRetryDelay(); d < tt.delayMin || d > tt.delayMax {
+				t.Errorf("next retry delay %v, want %v to %v", d, tt.delayMin, tt.delayMax)
+			}
+		})
+	}
+	// A quota that resets after the caller's patience says so.
+	err := a.temporalError(ctx, &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(5 * time.Hour)})
+	if !strings.Contains(err.Error(), "daily quota resets at") {
+		t.Errorf("quota message: %v", err)
+	}
+	// A cancelled context wins over the provider's answer.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := a.temporalError(cctx, &connector.Error{Class: connector.AuthFailed}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestBackoffHasEqualJitterAndCap(t *testing.T) {
+	for attempt := int32(1); attempt <= 12; attempt++ {
+		want := time.Second << (attempt - 1)
+		if want > time.Minute || want <= 0 {
+			want = time.Minute
+		}
+		for range 50 {
+			d := backoff(attempt, time.Second, time.Minute)
+			if d < want/2 || d > want {
+				t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, want/2, want)
+			}
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{cfg: Config{Registry: reg}}
+	all, err := a.Plan(context.Background(), PlanInput{})
+	if err != nil || len(all) != len(reg.Datasets) {
+		t.Fatalf("plan of everything: %d items, %v", len(all), err)
+	}
+	fred, err := a.Plan(context.Background(), PlanInput{Providers: []string{"fred"}})
+	if err != nil || len(fred) != 4 {
+		t.Fatalf("plan of fred: %v, %v", fred, err)
+	}
+	one, err := a.Plan(context.Background(), PlanInput{Datasets: []string{"fred-dgs10"}})
+	if err != nil || len(one) != 1 || one[0].Provider != "fred" {
+		t.Fatalf("plan of one: %v, %v", one, err)
+	}
+	_, err = a.Plan(context.Background(), PlanInput{Providers: []string{"bok"}, Datasets: []string{"fred-dgs99"}})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || !strings.Contains(err.Error(), "provider bok, dataset fred-dgs99") {
+		t.Errorf("unknown names: %v", err)
+	}
+}
+
+func TestParseDates(t *testing.T) {
+	from, to, err := parseDates(IngestInput{From: "2026-11-01", To: "2026-11-30"})
+	if err != nil || from.Day() != 1 || to.Day() != 30 {
+		t.Errorf("range: %v %v %v", from, to, err)
+	}
+	for _, bad := range []IngestInput{{From: "2026-13-01"}, {From: "2026-11-02", To: "2026-11-01"}, {From: "yesterday"}} {
+		if _, _, err := parseDates(bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

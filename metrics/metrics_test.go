@@ -1,0 +1,41 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHandlerServesSluiceMetrics(t *testing.T) {
+	m := New()
+	m.Call("kis", "kis/key", "ok")
+	m.Call("kis", "kis/key", "rate_limited")
+	m.Wait("kis/key", 150*time.Millisecond)
+	m.Written("kis", 1000, 200)
+	m.Activity("ingest", "kis", "ok", time.Second)
+	m.Backoff("kis/key", 0.5)
+	m.Event("ratelimit.backoff")
+	var nilMetrics *Metrics
+	nilMetrics.Call("x", "y", "z") // a nil *Metrics records nothing and does not panic
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`sluice_provider_calls_total{outcome="ok",provider="kis",scope="kis/key"} 1`,
+		`sluice_provider_calls_total{outcome="rate_limited",provider="kis",scope="kis/key"} 1`,
+		`sluice_limiter_wait_seconds_count{scope="kis/key"} 1`,
+		`sluice_lake_bytes_total{kind="raw",provider="kis"} 1000`,
+		`sluice_lake_bytes_total{kind="compressed",provider="kis"} 200`,
+		`sluice_activity_duration_seconds_count{activity="ingest",outcome="ok",provider="kis"} 1`,
+		`sluice_ratelimit_backoff_factor{scope="kis/key"} 0.5`,
+		`sluice_ops_events_total{kind="ratelimit.backoff"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
