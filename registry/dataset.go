@@ -28,6 +28,8 @@ type Dataset struct {
 	TermsOverride Terms
 	Terms         Terms
 	Pos           Pos
+
+	providerPos, scopeKeyPos Pos
 }
 
 // UnassignedScopeKey is the scope key of the datasets of a per-service
@@ -82,7 +84,7 @@ type Request struct {
 	Format   string   // json (default) or xml: the format asked of the provider
 	PageSize int      // rows per call where the provider pages (ECOS, data.go.kr); 0 = connector default
 
-	fields  map[string]bool // the fields the file declared
+	fields  map[string]int // the fields the file declared, with their lines
 	reqPos  Pos
 	present bool
 }

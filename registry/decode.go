@@ -16,9 +16,10 @@ import (
 // decoder walks yaml.v3 nodes, collecting every problem with its file,
 // line and YAML path instead of stopping at the first.
 type decoder struct {
-	file string
-	errs *Errors
-	now  time.Time
+	file     string
+	errs     *Errors
+	now      time.Time
+	findings *[]Finding // where findings found while decoding go; nil: none
 }
 
 func (d *decoder) pos(n *yaml.Node, path string) Pos {
@@ -317,9 +318,11 @@ func (d *decoder) date(n *yaml.Node, path string) time.Time {
 		d.errorf(n, path, "invalid date %q: expected YYYY-MM-DD", truncate(s, 40))
 		return time.Time{}
 	}
-	if !d.now.IsZero() && t.After(d.now.Add(24*time.Hour)) {
-		d.errorf(n, path, "date %s is in the future (today is %s)", s, d.now.Format("2006-01-02"))
-		return time.Time{}
+	if !d.now.IsZero() && t.After(d.now.Add(24*time.Hour)) && d.findings != nil {
+		// Reported, not refused: a machine whose clock is behind must
+		// still load the registry.
+		*d.findings = append(*d.findings, Finding{Kind: FindingFuture, Subject: path, Pos: d.pos(n, path),
+			Msg: fmt.Sprintf("date %s is in the future (today is %s): check it, or this machine's clock", s, d.now.Format("2006-01-02"))})
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,7 @@ const (
 	FindingStale     = "stale"     // a source verified longer ago than defaults.stale_after_days
 	FindingNoTerms   = "no-terms"  // no terms_source, or terms declared unknown
 	FindingTimezone  = "timezone"  // no timezone declared; UTC assumed
+	FindingFuture    = "future"    // a verified_at date after today
 )
 
 // Finding is one item that needs checking by a person.
@@ -33,6 +35,7 @@ func (l *loader) collectFindings() {
 	add := func(kind, subject string, pos Pos, format string, args ...any) {
 		l.reg.Findings = append(l.reg.Findings, Finding{Kind: kind, Subject: subject, Msg: fmt.Sprintf(format, args...), Pos: pos})
 	}
+	l.reg.Findings = append(l.reg.Findings, l.decodeFindings...)
 	staleBefore := l.now.Add(-time.Duration(l.reg.Defaults.StaleAfterDays) * 24 * time.Hour)
 	stale := func(subject string, src *Source) {
 		if src != nil && !src.VerifiedAt.IsZero() && src.VerifiedAt.Before(staleBefore) {
@@ -50,6 +53,9 @@ func (l *loader) collectFindings() {
 		}
 		stale(pr.ID+" terms", pr.TermsSource)
 		termsUnknown(pr.ID, pr.Terms, pr.Pos, add)
+		if missing := termsUndeclared(pr.Terms); len(missing) > 0 {
+			add(FindingNoTerms, pr.ID, pr.Pos, "terms not declared: %s", strings.Join(missing, ", "))
+		}
 		for _, rl := range pr.RateLimits {
 			subject := pr.ID + "/" + rl.Scope
 			if rl.AllUnknown {
@@ -89,6 +95,31 @@ func (l *loader) collectFindings() {
 		}
 		return a.Line < b.Line
 	})
+}
+
+// termsUndeclared lists the LicenseSpec fields a provider's terms leave
+// out (pii_columns and note are optional statements, not gaps).
+func termsUndeclared(t Terms) []string {
+	var out []string
+	if t.Type == "" {
+		out = append(out, "type")
+	}
+	if t.CommercialUse == TriUnset {
+		out = append(out, "commercial_use")
+	}
+	if t.AttributionRequired == TriUnset {
+		out = append(out, "attribution_required")
+	}
+	if t.AttributionRequired == TriTrue && t.Attribution == "" {
+		out = append(out, "attribution (required, but no text)")
+	}
+	if t.Redistribution == "" {
+		out = append(out, "redistribution")
+	}
+	if t.ModificationAllowed == TriUnset {
+		out = append(out, "modification_allowed")
+	}
+	return out
 }
 
 func termsUnknown(subject string, t Terms, pos Pos, add func(kind, subject string, pos Pos, format string, args ...any)) {

@@ -51,6 +51,8 @@ type loader struct {
 	now  time.Time
 	errs Errors
 	reg  *Registry
+	// decodeFindings are findings made while decoding (future dates).
+	decodeFindings []Finding
 }
 
 func (l *loader) file(p string) string { return path.Join(l.name, p) }
@@ -92,7 +94,7 @@ func (l *loader) loadProviders() {
 	if len(docs) > 1 {
 		l.errs = append(l.errs, Problem{File: file, Line: docs[1].Line, Msg: "expected one YAML document, found several"})
 	}
-	d := &decoder{file: file, errs: &l.errs, now: l.now}
+	d := &decoder{file: file, errs: &l.errs, now: l.now, findings: &l.decodeFindings}
 	root := deref(docs[0].Content[0])
 	switch root.Kind {
 	case yaml.SequenceNode:
@@ -324,9 +326,16 @@ func (l *loader) rateLimits(d *decoder, pr *Provider, n *yaml.Node, path string)
 		if rl.Scope == "" {
 			return
 		}
-		if len(rl.Windows) == 0 && present["min_interval_seconds"] == nil {
+		declared := present["min_interval_seconds"] != nil
+		for _, wf := range windowFields {
+			declared = declared || present[wf.name] != nil
+		}
+		if !declared {
 			d.errorf(item, p, "scope %s declares no limit: give requests_per_second, _minute, _hour or _day (a number, or unknown)", rl.Scope)
 			return
+		}
+		if len(rl.Windows) == 0 && rl.MinInterval == 0 && !rl.MinIntervalUnknown {
+			return // every value was invalid, and each is reported
 		}
 		if prev, dup := seen[rl.Scope]; dup {
 			d.errorf(item, p+".scope", "scope %s declared twice for provider %s (first at line %d): put all its windows in one entry", rl.Scope, pr.ID, prev.Line)
@@ -370,7 +379,7 @@ func (l *loader) loadDatasets() {
 			continue
 		}
 		docs := parseYAML(data, file, &l.errs)
-		d := &decoder{file: file, errs: &l.errs, now: l.now}
+		d := &decoder{file: file, errs: &l.errs, now: l.now, findings: &l.decodeFindings}
 		for i, doc := range docs {
 			root := deref(doc.Content[0])
 			if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
@@ -402,8 +411,9 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 	present := d.mapping(n, path, []field{
 		{"id", func(n *yaml.Node, p string) { ds.ID = d.id(n, p) }},
 		{"name", func(n *yaml.Node, p string) { ds.Name = d.str(n, p) }},
-		{"provider", func(n *yaml.Node, p string) { ds.Provider = d.str(n, p) }},
+		{"provider", func(n *yaml.Node, p string) { ds.Provider = d.str(n, p); ds.providerPos = d.pos(n, p) }},
 		{"scope_key", func(n *yaml.Node, p string) {
+			ds.scopeKeyPos = d.pos(n, p)
 			if v, ok := d.scalar(n, p); ok {
 				if v == "" || strings.ContainsAny(v, "/ \t") {
 					d.errorf(n, p, "invalid scope_key %q: no spaces or slashes", truncate(v, 40))
@@ -539,10 +549,10 @@ func (l *loader) request(d *decoder, n *yaml.Node, path string) Request {
 			}
 		}},
 	})
-	r.fields = map[string]bool{}
+	r.fields = map[string]int{}
 	if nn := deref(n); nn.Kind == yaml.MappingNode {
 		for i := 0; i < len(nn.Content); i += 2 {
-			r.fields[nn.Content[i].Value] = true
+			r.fields[nn.Content[i].Value] = nn.Content[i].Line
 		}
 	}
 	if r.Method == "" {
@@ -600,7 +610,7 @@ func (l *loader) crossCheck() {
 		pr := l.reg.providers[ds.Provider]
 		if pr == nil {
 			if ds.Provider != "" {
-				l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: ds.Pos.Line, Path: join(ds.Pos.Path, "provider"),
+				l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: ds.providerPos.Line, Path: ds.providerPos.Path,
 					Msg: fmt.Sprintf("dataset %q names provider %q, which providers.yaml does not declare (declared: %s)", ds.ID, ds.Provider, strings.Join(ids, ", "))})
 			}
 			continue
@@ -612,7 +622,7 @@ func (l *loader) crossCheck() {
 			ds.ScopeKey, ds.ScopeKeyDefaulted = UnassignedScopeKey, true
 		}
 		if !pr.ServiceScoped() && ds.ScopeKey != "" {
-			d.errorf(&yaml.Node{Line: ds.Pos.Line}, join(ds.Pos.Path, "scope_key"), "scope_key %q given, but provider %s declares no scope service limit", ds.ScopeKey, pr.ID)
+			d.errorf(&yaml.Node{Line: ds.scopeKeyPos.Line}, ds.scopeKeyPos.Path, "scope_key %q given, but provider %s declares no scope service limit", ds.ScopeKey, pr.ID)
 		}
 		l.checkRequest(ds, pr)
 	}
@@ -645,12 +655,12 @@ func (l *loader) checkRequest(ds *Dataset, pr *Provider) {
 	}
 	for _, f := range sortedKeys(r.fields) {
 		if !allowed[f] {
-			l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: line, Path: join(path, f),
+			l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: r.fields[f], Path: join(path, f),
 				Msg: fmt.Sprintf("field %q is not used by the %s connector (it uses: %s)", f, pr.Connector, strings.Join(spec.allowed, ", "))})
 		}
 	}
 	for _, f := range spec.required {
-		if !r.fields[f] {
+		if _, ok := r.fields[f]; !ok {
 			l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: line, Path: path,
 				Msg: fmt.Sprintf("dataset %q: the %s connector needs request.%s", ds.ID, pr.Connector, f)})
 		}

@@ -142,11 +142,6 @@ func TestLoadProblems(t *testing.T) {
 			want:      []string{`registry/providers.yaml:24: providers[1].rate_limits[0].source.verified_at: invalid date "2026-13-01": expected YYYY-MM-DD`},
 		},
 		{
-			name:      "future date",
-			providers: replace("verified_at: 2026-11-01}\n    terms_source", "verified_at: 2027-01-01}\n    terms_source"),
-			want:      []string{`registry/providers.yaml:24: providers[1].rate_limits[0].source.verified_at: date 2027-01-01 is in the future (today is 2026-11-30)`},
-		},
-		{
 			name: "bad URL",
 			providers: replace(`url: "https://apiportal.koreainvestment.com/intro", verified_at: 2026-11-01}
     terms_source`, `url: "apiportal.koreainvestment.com/intro", verified_at: 2026-11-01}
@@ -182,7 +177,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "dataset names a missing provider",
 			providers: baseProviders,
 			datasets:  map[string]string{"x.yaml": "id: x\nprovider: fred\n"},
-			want:      []string{`registry/datasets/x.yaml:1: provider: dataset "x" names provider "fred", which providers.yaml does not declare (declared: datago, kis)`},
+			want:      []string{`registry/datasets/x.yaml:2: provider: dataset "x" names provider "fred", which providers.yaml does not declare (declared: datago, kis)`},
 		},
 		{
 			name:      "duplicate dataset id across files",
@@ -200,7 +195,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "request field the connector does not use",
 			providers: baseProviders,
 			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n  tr_id: FHKUP03500100\n  series_id: DGS10\n"},
-			want:      []string{`registry/datasets/k.yaml:4: request.series_id: field "series_id" is not used by the kis connector (it uses: method, path, tr_id, params, format)`},
+			want:      []string{`registry/datasets/k.yaml:6: request.series_id: field "series_id" is not used by the kis connector (it uses: method, path, tr_id, params, format)`},
 		},
 		{
 			name:      "request missing a required field",
@@ -224,7 +219,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "scope_key on a provider without a service scope",
 			providers: baseProviders,
 			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nscope_key: abc\n"},
-			want:      []string{`registry/datasets/k.yaml:1: scope_key: scope_key "abc" given, but provider kis declares no scope service limit`},
+			want:      []string{`registry/datasets/k.yaml:3: scope_key: scope_key "abc" given, but provider kis declares no scope service limit`},
 		},
 		{
 			name:      "probe without a request",

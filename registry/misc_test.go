@@ -79,7 +79,7 @@ func TestEveryProblemAtOnce(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	want := []string{
-		`registry/datasets/a.yaml:1: provider: dataset "a" names provider "nope", which providers.yaml does not declare (declared: datago, kis)`,
+		`registry/datasets/a.yaml:2: provider: dataset "a" names provider "nope", which providers.yaml does not declare (declared: datago, kis)`,
 		`registry/datasets/b.yaml:3: probe.interval_minutes: value 0 out of range (1 to 10080)`,
 		`registry/providers.yaml:22: providers[1].rate_limits[0].requests_per_second: must be positive, got -1 (a limit of zero allows no call at all; write unknown if the number is not known)`,
 	}
@@ -112,5 +112,52 @@ func TestLoadDirErrors(t *testing.T) {
 	}
 	if _, err := LoadDir("testdata/small/providers.yaml", testOpts()); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("file as dir: %v", err)
+	}
+}
+
+// TestFutureDateIsAFinding: a verified_at after today is reported, not
+// refused, so that a machine whose clock is behind still loads the
+// registry.
+func TestFutureDateIsAFinding(t *testing.T) {
+	providers := strings.Replace(baseProviders, "verified_at: 2026-11-01}\n    terms_source", "verified_at: 2027-01-01}\n    terms_source", 1)
+	reg, err := load(t, providers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "registry/providers.yaml:24: [future] providers[1].rate_limits[0].source.verified_at: date 2027-01-01 is in the future (today is 2026-11-30): check it, or this machine's clock"
+	for _, f := range reg.Findings {
+		if f.Kind == FindingFuture {
+			if f.String() != want {
+				t.Errorf("finding %q, want %q", f, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no future-date finding in %v", reg.Findings)
+}
+
+// TestUndeclaredTermsAreReported: terms a provider leaves out need
+// checking as much as those written unknown.
+func TestUndeclaredTermsAreReported(t *testing.T) {
+	reg, err := load(t, baseProviders, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "registry/providers.yaml:8: [no-terms] datago: terms not declared: type, commercial_use, attribution_required, redistribution, modification_allowed"
+	for _, f := range reg.Findings {
+		if f.String() == want {
+			return
+		}
+	}
+	t.Errorf("missing finding %q in %v", want, reg.Findings)
+}
+
+// TestInvalidWindowsAreNotAlsoMissing: an entry whose every value is
+// invalid reports each value, not also "declares no limit".
+func TestInvalidWindowsAreNotAlsoMissing(t *testing.T) {
+	providers := strings.Replace(baseProviders, "requests_per_second: 5\n        requests_per_day: unknown", "requests_per_second: two\n        requests_per_minute: -5", 1)
+	_, err := load(t, providers, nil)
+	if err == nil || strings.Contains(err.Error(), "declares no limit") || strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("problems:\n%v", err)
 	}
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -17,12 +20,33 @@ func annotate(fs *pflag.FlagSet, name, env string) {
 	_ = fs.SetAnnotation(name, envAnnotation, []string{env})
 }
 
-// envProblems collects environment variables that could not be parsed as
-// their flag's type; the root command refuses to run with any.
-var envProblems []string
+// envProblems records environment variables that could not be parsed as
+// their flag's type, by variable name; a command refuses to run when one
+// of its own flags reads such a variable (checkEnv).
+var envProblems = map[string]string{}
 
 func badEnv(env, value, want string) {
-	envProblems = append(envProblems, fmt.Sprintf("environment variable %s=%q is not %s", env, value, want))
+	envProblems[env] = fmt.Sprintf("environment variable %s=%q is not %s", env, value, want)
+}
+
+// checkEnv returns an error naming every bad environment variable that a
+// flag of cmd reads.
+func checkEnv(fs *pflag.FlagSet) error {
+	var msgs []string
+	seen := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		for _, env := range f.Annotations[envAnnotation] {
+			if msg, bad := envProblems[env]; bad && !seen[env] {
+				seen[env] = true
+				msgs = append(msgs, msg)
+			}
+		}
+	})
+	if len(msgs) == 0 {
+		return nil
+	}
+	sort.Strings(msgs)
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 func stringFlag(fs *pflag.FlagSet, p *string, name, env, def, usage string) {

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -39,11 +38,8 @@ func newRootCmd() *cobra.Command {
 lake, holding every provider's declared limits across all workers.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			if len(envProblems) > 0 {
-				return errors.New(strings.Join(envProblems, "; "))
-			}
-			return nil
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return checkEnv(cmd.Flags())
 		},
 	}
 	addRegistryFlag(root)
