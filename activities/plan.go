@@ -44,7 +44,7 @@ func (a *Activities) Plan(_ context.Context, in PlanInput) ([]PlanItem, error) {
 			known = append(known, p.ID)
 		}
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("not in the registry: %s (providers: %s; list datasets with `sluice registry validate`)",
+			fmt.Sprintf("not in the registry: %s (providers: %s; list datasets with `sluice registry list`)",
 				strings.Join(unknown, ", "), strings.Join(known, ", ")), ErrTypeUnknownDataset, nil)
 	}
 	var out []PlanItem

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -73,9 +75,37 @@ violation, listing every one with its file, line and YAML path.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "\nregistry OK: %d providers, %d datasets, %d scope instances\n",
+			fmt.Fprintf(out, "\nregistry OK: %d provider(s), %d dataset(s), %d scope instance(s)\n",
 				len(reg.Providers), len(reg.Datasets), len(reg.Scopes))
 			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the registry's datasets: id, provider, scope instance, probe interval, ingest schedule",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg, err := loadRegistry()
+			if err != nil {
+				return err
+			}
+			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(t, "DATASET\tPROVIDER\tSCOPE\tPROBE\tINGEST\tNAME")
+			for _, d := range reg.Datasets {
+				var scopes []string
+				for _, s := range reg.ScopesFor(d.ID) {
+					scopes = append(scopes, s.ID)
+				}
+				probe, ingest := "-", "-"
+				if d.Probe != nil {
+					probe = fmt.Sprintf("%dm", d.Probe.IntervalMinutes)
+				}
+				if d.Ingest != nil {
+					ingest = d.Ingest.Schedule
+				}
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Provider, strings.Join(scopes, ","), probe, ingest, d.Name)
+			}
+			return t.Flush()
 		},
 	})
 	return cmd
