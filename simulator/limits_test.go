@@ -1,7 +1,9 @@
 package simulator
 
 import (
+	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +153,63 @@ func TestNewValidates(t *testing.T) {
 	}
 	if sim.RateScale() != 1 {
 		t.Errorf("default rate scale %v", sim.RateScale())
+	}
+}
+
+func TestNewRejectsInfiniteRateScale(t *testing.T) {
+	reg := loadFixture(t)
+	for _, scale := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		_, err := New(Options{Registry: reg, RateScale: scale})
+		if err == nil || !strings.Contains(err.Error(), "rate scale") || !strings.Contains(err.Error(), "finite") {
+			t.Errorf("rate scale %v: %v", scale, err)
+		}
+	}
+}
+
+// TestFaultTargetsChecked: New and SetFaults reject the same faults that
+// could never match — an unknown provider, an unknown dataset, a dataset
+// of another provider — and name the value and what is known.
+func TestFaultTargetsChecked(t *testing.T) {
+	reg := loadFixture(t)
+	for _, tc := range []struct {
+		name  string
+		fault Fault
+		want  []string
+	}{
+		{"unknown provider", Fault{Provider: "nope", Down: true},
+			[]string{`provider "nope"`, "known providers: kis, ecos, fred, upbit, datago"}},
+		{"unknown dataset", Fault{Provider: "fred", Dataset: "fred-nope", Down: true},
+			[]string{`dataset "fred-nope"`, "fred-cpiaucsl", "fred-dgs10"}},
+		{"dataset of another provider", Fault{Provider: "kis", Dataset: "fred-dgs10", Down: true},
+			[]string{`dataset "fred-dgs10"`, `provider "kis"`, `belongs to "fred"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Options{Registry: reg, Faults: []Fault{tc.fault}})
+			checkErr(t, "New", err, tc.want)
+			sim, err := New(Options{Registry: reg, Faults: []Fault{{Provider: "ecos", Down: true}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkErr(t, "SetFaults", sim.SetFaults([]Fault{tc.fault}), tc.want)
+			if got := sim.Faults(); len(got) != 1 || got[0].Provider != "ecos" {
+				t.Errorf("a rejected SetFaults changed the faults: %+v", got)
+			}
+		})
+	}
+	if _, err := New(Options{Registry: reg, Faults: []Fault{{Provider: "fred", Dataset: "fred-dgs10", Down: true}, {Down: true}}}); err != nil {
+		t.Errorf("valid faults rejected: %v", err)
+	}
+}
+
+func checkErr(t *testing.T, what string, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s accepted the fault", what)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not contain %q", what, err, w)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -122,13 +123,11 @@ func New(opts Options) (*Simulator, error) {
 	if scale == 0 {
 		scale = 1
 	}
-	if scale < 0 || scale != scale {
-		return nil, fmt.Errorf("creating simulator: rate scale %v must be positive", opts.RateScale)
+	if scale < 0 || math.IsNaN(scale) || math.IsInf(scale, 0) {
+		return nil, fmt.Errorf("creating simulator: rate scale %v must be a positive finite number", opts.RateScale)
 	}
-	for _, f := range opts.Faults {
-		if err := f.Validate(); err != nil {
-			return nil, fmt.Errorf("creating simulator: %w", err)
-		}
+	if err := checkFaults(opts.Registry, opts.Faults); err != nil {
+		return nil, fmt.Errorf("creating simulator: %w", err)
 	}
 	s := &Simulator{
 		reg:          opts.Registry,
@@ -262,15 +261,12 @@ func (s *Simulator) Credentials() map[string]string {
 	return out
 }
 
-// SetFaults replaces the injected faults.
+// SetFaults replaces the injected faults. It rejects them all, changing
+// nothing, when one is invalid or names a provider or dataset the
+// registry does not declare (see New).
 func (s *Simulator) SetFaults(faults []Fault) error {
-	for _, f := range faults {
-		if err := f.Validate(); err != nil {
-			return err
-		}
-		if f.Provider != "" && s.byID[f.Provider] == nil {
-			return fmt.Errorf("fault names provider %q, which the registry does not declare", f.Provider)
-		}
+	if err := checkFaults(s.reg, faults); err != nil {
+		return err
 	}
 	cp := append([]Fault(nil), faults...)
 	s.faults.Store(&cp)
