@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 
@@ -44,6 +45,9 @@ callers never exceeded a limit; POST /_sim/faults, /_sim/reset and
   --fault provider=ecos,reject-at=0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !(rateScale > 0) || math.IsInf(rateScale, 0) {
+				return fmt.Errorf("--rate-scale %v (env SLUICE_RATE_SCALE): must be a positive finite number", rateScale)
+			}
 			reg, err := loadRegistry()
 			if err != nil {
 				return err

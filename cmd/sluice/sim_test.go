@@ -113,3 +113,39 @@ func TestSimCommandRejectsBadFault(t *testing.T) {
 		t.Fatalf("bad fault: %v", err)
 	}
 }
+
+func TestSimCommandRejectsBadTargetsAndScales(t *testing.T) {
+	prev := registryDir
+	registryDir = "../../simulator/testdata/full"
+	t.Cleanup(func() { registryDir = prev })
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--fault", "provider=nope,down"}, []string{`provider "nope"`, "known providers: kis, ecos, fred, upbit, datago"}},
+		{[]string{"--fault", "provider=fred,dataset=kis-nope,down"}, []string{`dataset "kis-nope"`}},
+		{[]string{"--fault", "provider=kis,dataset=fred-dgs10,down"}, []string{`belongs to "fred"`}},
+		{[]string{"--rate-scale", "+Inf"}, []string{"--rate-scale +Inf", "finite"}},
+		{[]string{"--rate-scale", "NaN"}, []string{"--rate-scale NaN", "finite"}},
+		{[]string{"--rate-scale", "0"}, []string{"--rate-scale 0", "positive"}},
+		{[]string{"--rate-scale", "-2"}, []string{"--rate-scale -2", "positive"}},
+	} {
+		cmd := newSimCmd()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{"--addr", "127.0.0.1:0"}, tc.args...))
+		// A simulator that wrongly starts serves until the context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := cmd.ExecuteContext(ctx)
+		cancel()
+		if err == nil {
+			t.Errorf("%v: accepted", tc.args)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q does not contain %q", tc.args, err, w)
+			}
+		}
+	}
+}
