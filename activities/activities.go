@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/connector/upbit"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
@@ -174,9 +175,18 @@ func (a *Activities) gate(ctx context.Context, call connector.Call) error {
 
 // observe counts calls and backs a scope off when the provider rejected a
 // call the limiter had granted: the declaration was wrong.
-func (a *Activities) observe(call connector.Call, status int, _ http.Header, err error) {
+func (a *Activities) observe(call connector.Call, status int, h http.Header, err error) {
 	if call.Kind != connector.CallData {
 		return
+	}
+	// UPBIT says what is left of its current second. The limiter keeps
+	// the declared rate whatever it says (the declaration is the budget,
+	// and a 429 still backs the scope off); the value is exported so an
+	// operator can see how close the declaration runs to the provider's.
+	if v := h.Get("Remaining-Req"); v != "" {
+		if rr, perr := upbit.ParseRemainingReq(v); perr == nil {
+			a.cfg.Metrics.RemainingRequests(call.Provider, rr.Group, rr.Sec)
+		}
 	}
 	outcome := "ok"
 	class, classified := connector.ClassOf(err)

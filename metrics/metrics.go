@@ -23,6 +23,7 @@ type Metrics struct {
 	Duration      *prometheus.HistogramVec // activity, provider, outcome
 	BackoffFactor *prometheus.GaugeVec     // scope
 	Events        *prometheus.CounterVec   // kind
+	Remaining     *prometheus.GaugeVec     // provider, group
 }
 
 // New registers Sluice's collectors and the Go runtime's on a new registry.
@@ -56,8 +57,12 @@ func New() *Metrics {
 			Name: "sluice_ops_events_total",
 			Help: "Operational events recorded, by kind.",
 		}, []string{"kind"}),
+		Remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_provider_remaining_requests",
+			Help: "Requests the provider says are left in its current second (UPBIT Remaining-Req sec), by provider and group, as of the last answer.",
+		}, []string{"provider", "group"}),
 	}
-	reg.MustRegister(m.Calls, m.LimiterWait, m.Bytes, m.Duration, m.BackoffFactor, m.Events,
+	reg.MustRegister(m.Calls, m.LimiterWait, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -100,6 +105,13 @@ func (m *Metrics) Activity(activity, provider, outcome string, d time.Duration) 
 func (m *Metrics) Backoff(scope string, factor float64) {
 	if m != nil {
 		m.BackoffFactor.WithLabelValues(scope).Set(factor)
+	}
+}
+
+// RemainingRequests records what a provider says is left of its window.
+func (m *Metrics) RemainingRequests(provider, group string, n int) {
+	if m != nil {
+		m.Remaining.WithLabelValues(provider, group).Set(float64(n))
 	}
 }
 

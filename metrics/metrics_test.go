@@ -17,6 +17,7 @@ func TestHandlerServesSluiceMetrics(t *testing.T) {
 	m.Activity("ingest", "kis", "ok", time.Second)
 	m.Backoff("kis/key", 0.5)
 	m.Event("ratelimit.backoff")
+	m.RemainingRequests("upbit", "candles", 9)
 	var nilMetrics *Metrics
 	nilMetrics.Call("x", "y", "z") // a nil *Metrics records nothing and does not panic
 
@@ -32,6 +33,7 @@ func TestHandlerServesSluiceMetrics(t *testing.T) {
 		`sluice_activity_duration_seconds_count{activity="ingest",outcome="ok",provider="kis"} 1`,
 		`sluice_ratelimit_backoff_factor{scope="kis/key"} 0.5`,
 		`sluice_ops_events_total{kind="ratelimit.backoff"} 1`,
+		`sluice_provider_remaining_requests{group="candles",provider="upbit"} 9`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
