@@ -1,7 +1,9 @@
 // Package connectortest helps test provider connectors: a registry with a
 // sample dataset for every provider, credentials that look like real ones
-// (so redaction is tested against realistic values) and a captured slog
-// log to grep for secrets.
+// (so redaction is tested against realistic values), a captured slog
+// log to grep for secrets, and the pieces of the error-class tables every
+// connector runs against the simulator (a frozen clock, the Transient
+// faults, AssertClass).
 package connectortest
 
 import (
