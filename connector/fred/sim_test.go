@@ -70,22 +70,6 @@ func TestSimulatorObservations(t *testing.T) {
 	connectortest.AssertNoSecrets(t, "log", log.String(), connectortest.SecretValuesOf(simulator.TestCredentials(reg))...)
 }
 
-func TestSimulatorErrors(t *testing.T) {
-	c, _, reg, _ := startSim(t, simulator.Options{Seed: 1, RateScale: 100}, nil)
-	missing := &registry.Dataset{ID: "fred-nope", Provider: "fred", Request: registry.Request{SeriesID: "NOSUCHSERIES"}}
-	_, err := c.Fetch(context.Background(), january(reg, missing))
-	var e *connector.Error
-	if !errors.As(err, &e) || e.Class != connector.BadRequest || e.Status != 400 {
-		t.Errorf("unknown series: %v", err)
-	}
-	bad, _, reg, log := startSim(t, simulator.Options{Seed: 1, RateScale: 100}, map[string]string{"FRED_API_KEY": "0123456789abcdef0123456789abcdef"})
-	_, err = bad.Fetch(context.Background(), january(reg, reg.Dataset(connectortest.FREDDataset)))
-	if !errors.As(err, &e) || e.Class != connector.AuthFailed {
-		t.Errorf("unregistered key: %v", err)
-	}
-	connectortest.AssertNoSecrets(t, "log", log.String(), "0123456789abcdef0123456789abcdef")
-}
-
 func TestSimulatorTooManyRequests(t *testing.T) {
 	c, _, reg, _ := startSim(t, simulator.Options{Seed: 1, RateScale: 0.01}, nil) // 2 per 100 s
 	var classes []connector.Class
