@@ -16,11 +16,6 @@ import (
 )
 
 func startSim(t *testing.T, opts simulator.Options) (*ecos.Connector, *simulator.Simulator, *registry.Registry, *connectortest.Log) {
-	c, sim, reg, log, _ := startSimURL(t, opts)
-	return c, sim, reg, log
-}
-
-func startSimURL(t *testing.T, opts simulator.Options) (*ecos.Connector, *simulator.Simulator, *registry.Registry, *connectortest.Log, string) {
 	t.Helper()
 	reg := connectortest.Registry(t)
 	opts.Registry = reg
@@ -36,7 +31,7 @@ func startSimURL(t *testing.T, opts simulator.Options) (*ecos.Connector, *simula
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, sim, reg, log, srv.URL
+	return c, sim, reg, log
 }
 
 func january(reg *registry.Registry, ds *registry.Dataset) connector.Request {
@@ -77,22 +72,6 @@ func TestSimulatorSuccessPagingAndProbe(t *testing.T) {
 	connectortest.AssertNoSecrets(t, "log", log.String(), connectortest.SecretValuesOf(simulator.TestCredentials(reg))...)
 }
 
-func TestSimulatorErrorClasses(t *testing.T) {
-	c, _, reg, _, url := startSimURL(t, simulator.Options{Seed: 1, RateScale: 100})
-	unknown := &registry.Dataset{ID: "ecos-unknown", Provider: "ecos", Request: registry.Request{StatCode: "999Y999", Cycle: "D", Items: []string{"0"}}}
-	_, err := c.Fetch(context.Background(), january(reg, unknown))
-	if cl, _ := connector.ClassOf(err); cl != connector.NoData {
-		t.Errorf("unknown statistic: %v", err)
-	}
-	_, discard := connectortest.NewLog()
-	bad, _ := ecos.New(reg.Provider("ecos"), connector.Options{BaseURL: url, Logger: discard, Credentials: connector.MapCredentials(map[string]string{"ECOS_API_KEY": "NOTAKEY0000000000000"})})
-	_, err = bad.Fetch(context.Background(), january(reg, reg.Dataset(connectortest.ECOSDataset)))
-	var e *connector.Error
-	if !errors.As(err, &e) || e.Class != connector.AuthFailed || e.Code != "INFO-100" {
-		t.Errorf("bad key: %v", err)
-	}
-}
-
 func TestSimulatorThrottling(t *testing.T) {
 	c, _, reg, _ := startSim(t, simulator.Options{Seed: 1, RateScale: 0.01}) // 20 calls per 100 s
 	limited := 0
@@ -110,23 +89,5 @@ func TestSimulatorThrottling(t *testing.T) {
 	}
 	if limited != 5 {
 		t.Errorf("%d of 25 calls throttled, want 5", limited)
-	}
-}
-
-func TestSimulatorFaults(t *testing.T) {
-	for _, spec := range []string{"provider=ecos,error-rate=1,error-status=502", "provider=ecos,down", "provider=ecos,reset-rate=1",
-		"provider=ecos,truncate-after=100", "provider=ecos,truncate-after=6000"} {
-		t.Run(spec, func(t *testing.T) {
-			f, err := simulator.ParseFault(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, _, reg, _ := startSim(t, simulator.Options{Seed: 1, RateScale: 100, Faults: []simulator.Fault{f}})
-			req := january(reg, reg.Dataset(connectortest.ECOSDataset))
-			err = connector.Drain(c.Fetch(context.Background(), req))
-			if cl, ok := connector.ClassOf(err); !ok || cl != connector.Transient {
-				t.Errorf("err = %v", err)
-			}
-		})
 	}
 }
