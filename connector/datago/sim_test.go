@@ -3,9 +3,7 @@ package datago_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,62 +68,4 @@ func TestSimulatorSuccessWithAKeyHoldingPlusAndSlash(t *testing.T) {
 		t.Errorf("provider stats %+v", st)
 	}
 	connectortest.AssertNoSecrets(t, "log", log.String(), connectortest.SecretValuesOf(simulator.TestCredentials(reg))...)
-}
-
-func TestSimulatorNoDataOnAWeekend(t *testing.T) {
-	c, _, reg, _ := startSim(t, simulator.Options{Seed: 1, RateScale: 100}, nil)
-	_, err := c.Fetch(context.Background(), dates(reg, 6, 7))
-	var e *connector.Error
-	if !errors.As(err, &e) || e.Class != connector.NoData || e.Code != "03" {
-		t.Errorf("weekend: %v", err)
-	}
-}
-
-func TestSimulatorWrongKeyAndThrottle(t *testing.T) {
-	c, _, reg, log := startSim(t, simulator.Options{Seed: 1, RateScale: 100}, map[string]string{"DATAGO_SERVICE_KEY": "WRONGkey+/=="})
-	_, err := c.Fetch(context.Background(), dates(reg, 2, 5))
-	var e *connector.Error
-	if !errors.As(err, &e) || e.Class != connector.AuthFailed {
-		t.Errorf("wrong key: %v", err)
-	}
-	connectortest.AssertNoSecrets(t, "log", log.String(), "WRONGkey+/==")
-
-	c, _, reg, _ = startSim(t, simulator.Options{Seed: 1, RateScale: 0.01}, nil) // 200 s between calls
-	if err := connector.Drain(c.Fetch(context.Background(), dates(reg, 2, 5))); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Fetch(context.Background(), dates(reg, 2, 5))
-	if !errors.As(err, &e) || e.Class != connector.RateLimited || e.Code != "23" {
-		t.Errorf("second call within the minimum interval: %v", err)
-	}
-}
-
-func TestSimulatorDailyQuota(t *testing.T) {
-	reg := connectortest.RegistryWith(t, "requests_per_day: 5000", "requests_per_day: 3")
-	now := time.Date(2024, 3, 4, 14, 0, 0, 0, time.UTC) // 23:00 KST
-	var mu sync.Mutex
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(3 * time.Second) // past the 2 s minimum interval on every call
-		return now
-	}
-	c, sim, reg, _ := startSim(t, simulator.Options{Registry: reg, Seed: 1, Now: clock}, nil)
-	for i := range 3 {
-		if err := connector.Drain(c.Fetch(context.Background(), dates(reg, 2, 5))); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	_, err := c.Fetch(context.Background(), dates(reg, 2, 5))
-	var e *connector.Error
-	if !errors.As(err, &e) || e.Class != connector.QuotaExhausted || e.Code != "22" {
-		t.Fatalf("fourth call of the day: %v", err)
-	}
-	kst := time.FixedZone("KST", 9*3600)
-	if want := time.Date(2024, 3, 5, 0, 0, 0, 0, kst); !e.ResetAt.Equal(want) {
-		t.Errorf("ResetAt %v, want %v", e.ResetAt, want)
-	}
-	if st := sim.Stats().Scopes["datago/service/15094807"]; st == nil || st.Accepted != 3 {
-		t.Errorf("scope stats %+v", st)
-	}
 }
