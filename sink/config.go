@@ -170,7 +170,32 @@ func (c *Config) Describe() string {
 	return s
 }
 
-// Open validates the configuration and opens the lake it selects.
+// OpenExisting validates the configuration and opens the lake it selects
+// for reading only. A local lake must already exist: it is never created,
+// so a mistyped --data-dir fails with "no lake at <path>" (wrapping
+// ErrNoLake) instead of reading a new, empty lake. An S3 lake opens as
+// with Open.
+func (c *Config) OpenExisting(ctx context.Context) (Sink, error) {
+	if c.S3Bucket != "" {
+		return c.Open(ctx)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("configuring the lake: %w", err)
+	}
+	root := c.LakeRoot()
+	l, err := OpenLocalExisting(root)
+	if errors.Is(err, ErrNoLake) {
+		return nil, fmt.Errorf("%w at %s (check --data-dir / %s)", ErrNoLake, root, EnvDataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Open validates the configuration and opens the lake it selects,
+// creating a local lake's directory when it does not exist (for writers;
+// readers use OpenExisting).
 func (c *Config) Open(ctx context.Context) (Sink, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("configuring the lake: %w", err)

@@ -2,6 +2,9 @@ package sink
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,5 +173,48 @@ func TestConfigOpensS3FromEnvironment(t *testing.T) {
 	put(t, s, k, body, jsonMeta())
 	if got, _ := read(t, s, k); string(got) != string(body) {
 		t.Errorf("read back %d bytes, want %d", len(got), len(body))
+	}
+}
+
+// TestConfigOpenExistingNeverCreates: a reader pointed at a mistyped
+// --data-dir fails naming the path and creates nothing; a writer (Open)
+// creates the lake, after which readers open it.
+func TestConfigOpenExistingNeverCreates(t *testing.T) {
+	clearLakeEnv(t)
+	dataDir := filepath.Join(t.TempDir(), "typo")
+	c, _ := bind(t, "--data-dir", dataDir)
+	_, err := c.OpenExisting(context.Background())
+	want := "no lake at " + filepath.Join(dataDir, "lake") + " (check --data-dir / " + EnvDataDir + ")"
+	if !errors.Is(err, ErrNoLake) || err.Error() != want {
+		t.Fatalf("OpenExisting on a missing directory: %v, want %q", err, want)
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("OpenExisting created %s (stat: %v)", dataDir, err)
+	}
+	w, err := c.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := c.OpenExisting(context.Background())
+	if err != nil {
+		t.Fatalf("OpenExisting after a writer created the lake: %v", err)
+	}
+	defer r.Close()
+	if l, ok := r.(*Local); !ok || l.Root() != filepath.Join(dataDir, "lake") {
+		t.Errorf("OpenExisting = %T %v", r, r)
+	}
+}
+
+func TestOpenLocalExistingRejectsAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "lake")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLocalExisting(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("OpenLocalExisting on a file: %v", err)
+	}
+	if _, err := OpenLocalExisting(""); err == nil {
+		t.Error("OpenLocalExisting(\"\") succeeded")
 	}
 }

@@ -35,7 +35,13 @@ type Local struct {
 
 var _ Sink = (*Local)(nil)
 
+// ErrNoLake is wrapped by the error of a read-only open that finds no
+// lake (OpenLocalExisting, Config.OpenExisting).
+var ErrNoLake = errors.New("no lake")
+
 // NewLocal opens (creating it if needed) the local lake rooted at root.
+// Writers use it; readers use OpenLocalExisting, so that a mistyped
+// directory is an error rather than a new, empty lake.
 func NewLocal(root string) (*Local, error) {
 	if root == "" {
 		return nil, errors.New("opening local lake: empty root directory")
@@ -43,6 +49,29 @@ func NewLocal(root string) (*Local, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("opening local lake: %w", err)
 	}
+	return openLocal(root)
+}
+
+// OpenLocalExisting opens the local lake rooted at root without creating
+// anything: when root does not exist the error wraps ErrNoLake, and when
+// it is not a directory it is an error too.
+func OpenLocalExisting(root string) (*Local, error) {
+	if root == "" {
+		return nil, errors.New("opening local lake: empty root directory")
+	}
+	fi, err := os.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w at %s", ErrNoLake, root)
+	case err != nil:
+		return nil, fmt.Errorf("opening local lake: %w", err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("opening local lake: %s is not a directory", root)
+	}
+	return openLocal(root)
+}
+
+func openLocal(root string) (*Local, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("opening local lake: %w", err)
