@@ -26,7 +26,9 @@ func newLakeCmd() *cobra.Command {
 (SLUICE_S3_BUCKET) is set, else the local directory <data-dir>/lake.`,
 	}
 	cfg.BindFlags(lake.PersistentFlags())
-	open := func(ctx context.Context) (sink.Sink, error) { return cfg.Open(ctx) }
+	// The lake commands only read: they never create a lake, so a
+	// mistyped --data-dir is an error, not an empty lake that verifies.
+	open := func(ctx context.Context) (sink.Sink, error) { return cfg.OpenExisting(ctx) }
 	lake.AddCommand(newLakeLsCmd(open), newLakeCatCmd(open), newLakeVerifyCmd(open))
 	return lake
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,6 +191,46 @@ func TestLakeVerify(t *testing.T) {
 	}
 	if _, err := f.run(t, "cat", f.keys[0]); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("lake cat of the swapped object: %v, want a sha256 mismatch", err)
+	}
+}
+
+// TestLakeCommandsNeedAnExistingLake: ls, cat and verify on a mistyped
+// --data-dir fail naming the path and create nothing (verify used to pass
+// with "verified 0 objects").
+func TestLakeCommandsNeedAnExistingLake(t *testing.T) {
+	f := newLakeFixture(t)
+	typo := filepath.Join(t.TempDir(), "vra")
+	want := "no lake at " + filepath.Join(typo, "lake") + " (check --data-dir / SLUICE_DATA_DIR)"
+	for _, args := range [][]string{{"ls"}, {"verify"}, {"cat", f.keys[0]}} {
+		cmd := newLakeCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append(args, "--data-dir", typo))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || err.Error() != want || !errors.Is(err, sink.ErrNoLake) {
+			t.Errorf("lake %v on a missing --data-dir: %v, want %q\n%s", args, err, want, out.String())
+		}
+		if strings.Contains(out.String(), "verified") {
+			t.Errorf("lake %v printed a result:\n%s", args, out.String())
+		}
+		if _, err := os.Stat(typo); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("lake %v created %s (stat: %v)", args, typo, err)
+		}
+	}
+	// SLUICE_DATA_DIR is checked the same way.
+	t.Setenv(sink.EnvDataDir, typo)
+	cmd := newLakeCmd()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"verify"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.ExecuteContext(context.Background()); err == nil || err.Error() != want {
+		t.Errorf("lake verify with %s=%s: %v, want %q", sink.EnvDataDir, typo, err, want)
+	}
+	if _, err := os.Stat(typo); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lake verify created %s (stat: %v)", typo, err)
 	}
 }
 
