@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/pflag"
@@ -72,9 +73,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 		"S3 endpoint URL for MinIO and other S3-compatible servers; enables path-style addressing (env "+EnvS3Endpoint+")")
 	fs.StringVar(&c.S3Region, "s3-region", c.S3Region,
 		"S3 region; empty uses AWS_REGION or us-east-1 (env "+EnvS3Region+")")
-	fs.Var(sizeValue{&c.S3PartSize}, "s3-part-size",
+	fs.Var(sizeValue{p: &c.S3PartSize, check: checkPartSize}, "s3-part-size",
 		"multipart part size, 5MiB to 5GiB; memory per object is at most part size × (concurrency+1) (env "+EnvS3PartSize+")")
-	fs.IntVar(&c.S3Concurrency, "s3-concurrency", c.S3Concurrency,
+	fs.Var(concurrencyValue{&c.S3Concurrency}, "s3-concurrency",
 		"parts uploaded at once per object, 1 to "+strconv.Itoa(MaxConcurrency)+" (env "+EnvS3Concurrency+")")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir,
 		"Sluice's state directory; the local lake lives in its lake/ subdirectory (env "+EnvDataDir+")")
@@ -104,15 +105,25 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) {
 	str(&c.DataDir, EnvDataDir)
 	if v, ok := env(EnvS3PartSize); ok && c.S3PartSize == 0 {
 		n, err := ParseSize(v)
+		if err == nil {
+			err = checkPartSize(n)
+		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("reading %s: %w", EnvS3PartSize, err))
+			errs = append(errs, fmt.Errorf("reading %s=%q: %w", EnvS3PartSize, v, err))
+			n = 0
 		}
 		c.S3PartSize = n
 	}
 	if v, ok := env(EnvS3Concurrency); ok && c.S3Concurrency == 0 {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("reading %s: %q is not a whole number", EnvS3Concurrency, v))
+			err = fmt.Errorf("%q is not a whole number", v)
+		} else {
+			err = checkConcurrency(n)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading %s=%q: %w", EnvS3Concurrency, v, err))
+			n = 0
 		}
 		c.S3Concurrency = n
 	}
@@ -137,25 +148,71 @@ func (c *Config) LakeRoot() string {
 	return filepath.Join(dir, "lake")
 }
 
-// Validate checks the configuration without contacting any store.
+// Validate checks the configuration without contacting any store. The
+// S3 tuning is checked whether or not a bucket is set, so that a bad
+// value is reported before the day it starts to matter. In a Config built
+// in code (not by BindFlags) a zero part size or concurrency means the
+// default.
 func (c *Config) Validate() error {
 	if c.envErr != nil {
 		return c.envErr
 	}
-	if c.S3Bucket == "" {
-		if c.S3Endpoint != "" {
-			return fmt.Errorf("--s3-endpoint %s is set but --s3-bucket (%s) is not", c.S3Endpoint, EnvS3Bucket)
+	if c.S3PartSize != 0 {
+		if err := checkPartSize(c.S3PartSize); err != nil {
+			return fmt.Errorf("--s3-part-size (%s): %w", EnvS3PartSize, err)
 		}
-		return nil
 	}
-	if c.S3PartSize != 0 && (c.S3PartSize < MinPartSize || c.S3PartSize > MaxPartSize) {
-		return fmt.Errorf("--s3-part-size %s is outside 5MiB to 5GiB", FormatSize(c.S3PartSize))
+	if c.S3Concurrency != 0 {
+		if err := checkConcurrency(c.S3Concurrency); err != nil {
+			return fmt.Errorf("--s3-concurrency (%s): %w", EnvS3Concurrency, err)
+		}
 	}
-	if c.S3Concurrency < 0 || c.S3Concurrency > MaxConcurrency {
-		return fmt.Errorf("--s3-concurrency %d is outside 1 to %d", c.S3Concurrency, MaxConcurrency)
+	if c.S3Bucket == "" && c.S3Endpoint != "" {
+		return fmt.Errorf("--s3-endpoint %s is set but --s3-bucket (%s) is not", c.S3Endpoint, EnvS3Bucket)
 	}
 	return nil
 }
+
+// checkPartSize reports a part size outside MinPartSize to MaxPartSize.
+func checkPartSize(n int64) error {
+	if n < MinPartSize || n > MaxPartSize {
+		return fmt.Errorf("%s is outside the allowed 5MiB to 5GiB", FormatSize(n))
+	}
+	return nil
+}
+
+// checkConcurrency reports a concurrency outside 1 to MaxConcurrency.
+func checkConcurrency(n int) error {
+	if n < 1 || n > MaxConcurrency {
+		return fmt.Errorf("%d is outside the allowed 1 to %d", n, MaxConcurrency)
+	}
+	return nil
+}
+
+// concurrencyValue is the pflag.Value of --s3-concurrency: a whole number
+// from 1 to MaxConcurrency (0 is not "the default": it is refused).
+type concurrencyValue struct{ p *int }
+
+func (v concurrencyValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v concurrencyValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", s)
+	}
+	if err := checkConcurrency(n); err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+func (v concurrencyValue) Type() string { return "int" }
 
 // Describe names the selected lake for logs and messages, e.g.
 // "s3://sluice-lake at http://minio:9000" or "local lake var/lake".

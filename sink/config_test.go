@@ -93,30 +93,58 @@ func TestConfigRejects(t *testing.T) {
 	for name, tc := range map[string]struct {
 		env  map[string]string
 		args []string
-		want string
+		want []string // substrings of the error
 	}{
-		"bad env size":        {env: map[string]string{EnvS3PartSize: "lots"}, want: EnvS3PartSize},
-		"bad env concurrency": {env: map[string]string{EnvS3Concurrency: "four"}, want: EnvS3Concurrency},
-		"endpoint alone":      {args: []string{"--s3-endpoint", "http://x"}, want: "--s3-bucket"},
-		"small part":          {args: []string{"--s3-bucket", "b", "--s3-part-size", "1MiB"}, want: "--s3-part-size 1MiB"},
-		"huge concurrency":    {args: []string{"--s3-bucket", "b", "--s3-concurrency", "1000"}, want: "--s3-concurrency 1000"},
-		"bad endpoint":        {args: []string{"--s3-bucket", "b", "--s3-endpoint", "127.0.0.1:9000"}, want: "not an http(s) URL"},
+		"bad env size":        {env: map[string]string{EnvS3PartSize: "lots"}, want: []string{EnvS3PartSize, `"lots"`}},
+		"bad env concurrency": {env: map[string]string{EnvS3Concurrency: "four"}, want: []string{EnvS3Concurrency, `"four"`}},
+		"endpoint alone":      {args: []string{"--s3-endpoint", "http://x"}, want: []string{"--s3-bucket"}},
+		"small part":          {args: []string{"--s3-bucket", "b", "--s3-part-size", "1MiB"}, want: []string{"--s3-part-size", "1MiB", "5MiB to 5GiB"}},
+		"huge concurrency":    {args: []string{"--s3-bucket", "b", "--s3-concurrency", "1000"}, want: []string{"--s3-concurrency", "1000", "1 to 64"}},
+		"bad endpoint":        {args: []string{"--s3-bucket", "b", "--s3-endpoint", "127.0.0.1:9000"}, want: []string{"not an http(s) URL"}},
+		// 0 is not "the default" once typed; and S3 tuning is checked
+		// without a bucket too.
+		"zero concurrency":            {args: []string{"--s3-concurrency", "0"}, want: []string{"--s3-concurrency", `"0"`, "1 to 64"}},
+		"negative concurrency":        {args: []string{"--s3-concurrency", "-1"}, want: []string{"--s3-concurrency", `"-1"`, "1 to 64"}},
+		"small part without a bucket": {args: []string{"--s3-part-size", "1MiB"}, want: []string{"--s3-part-size", "1MiB", "5MiB to 5GiB"}},
+		"zero part size":              {args: []string{"--s3-part-size", "0"}, want: []string{"--s3-part-size", `"0"`, "5MiB to 5GiB"}},
+		"env part size without a bucket": {env: map[string]string{EnvS3PartSize: "3"},
+			want: []string{EnvS3PartSize, `"3"`, "5MiB to 5GiB"}},
+		"env zero concurrency": {env: map[string]string{EnvS3Concurrency: "0"}, want: []string{EnvS3Concurrency, `"0"`, "1 to 64"}},
+		"env huge concurrency": {env: map[string]string{EnvS3Concurrency: "65"}, want: []string{EnvS3Concurrency, `"65"`, "1 to 64"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			clearLakeEnv(t)
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			c, _ := bind(t, tc.args...)
-			s, err := c.Open(context.Background())
+			var c Config
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			c.BindFlags(fs)
+			err := fs.Parse(tc.args) // a flag out of range fails here
 			if err == nil {
-				s.Close()
-				t.Fatalf("Open succeeded, want an error mentioning %q", tc.want)
+				var s Sink
+				s, err = c.Open(context.Background())
+				if err == nil {
+					s.Close()
+					t.Fatalf("Open succeeded, want an error mentioning %q", tc.want)
+				}
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q does not mention %q", err, tc.want)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
 			}
 		})
+	}
+	// A Config built in code: zero means the default, anything else is
+	// checked, bucket or not.
+	if err := (&Config{DataDir: t.TempDir()}).Validate(); err != nil {
+		t.Errorf("zero tuning: %v", err)
+	}
+	for _, c := range []Config{{S3PartSize: 3}, {S3Concurrency: -1}, {S3Concurrency: 65}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("Validate(%+v) accepted", c)
+		}
 	}
 	// A flag fixes a malformed size at once.
 	clearLakeEnv(t)

@@ -55,8 +55,12 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
-// sizeValue is a pflag.Value for a byte size.
-type sizeValue struct{ p *int64 }
+// sizeValue is a pflag.Value for a byte size; check, when set, refuses
+// sizes out of range.
+type sizeValue struct {
+	p     *int64
+	check func(int64) error
+}
 
 func (v sizeValue) String() string {
 	if v.p == nil {
@@ -69,6 +73,11 @@ func (v sizeValue) Set(s string) error {
 	n, err := ParseSize(s)
 	if err != nil {
 		return err
+	}
+	if v.check != nil {
+		if err := v.check(n); err != nil {
+			return err
+		}
 	}
 	*v.p = n
 	return nil
