@@ -18,28 +18,16 @@ import (
 	"github.com/sluicehq/sluice/internal/versitygw"
 )
 
-// benchPayloads are realistic single responses, one per provider shape.
-func benchPayloads() []struct {
-	name string
-	body []byte
-} {
-	return []struct {
-		name string
-		body []byte
-	}{
-		{"kis_daily_index_50rows", kisDailyIndexChart(50, 7)},
-		{"ecos_statistic_search_100rows", ecosStatisticSearch(100, 7)},
-		{"fred_observations_250rows", fredObservations(250, 7)},
-	}
-}
-
 // BenchmarkCompress reports throughput and ratio (raw/compressed) of zstd
 // level 3, as the sink streams it (SHA-256 included), and of gzip level 6,
-// on the same payloads in the same run. MB/s is wall-clock on one
-// goroutine; cpu-MB/s divides by the process's CPU time instead, which
-// holds steady on a busy machine: MB/s per core.
+// side by side on the same payloads in the same run. The payloads are the
+// simulator's own answers, one realistic call per provider of the default
+// registry (KIS, ECOS JSON and XML, FRED, UPBIT, data.go.kr JSON and XML;
+// see simulatorPayloads). MB/s is wall-clock on one goroutine; cpu-MB/s
+// divides by the process's CPU time instead, which holds steady on a busy
+// machine: MB/s per core.
 func BenchmarkCompress(b *testing.B) {
-	for _, p := range benchPayloads() {
+	for _, p := range simulatorPayloads(b) {
 		b.Run(p.name+"/zstd-3", func(b *testing.B) {
 			c := newCompressor()
 			var out bytes.Buffer
@@ -85,7 +73,7 @@ func BenchmarkDecompress(b *testing.B) {
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	defer dec.Close()
-	for _, p := range benchPayloads() {
+	for _, p := range simulatorPayloads(b) {
 		z := enc.EncodeAll(p.body, nil)
 		b.Run(p.name, func(b *testing.B) {
 			b.SetBytes(int64(len(p.body)))
@@ -105,6 +93,15 @@ func BenchmarkDecompress(b *testing.B) {
 // with the default part size and concurrency, and reports the sink's peak
 // buffered bytes and the process's peak RSS (VmHWM). The body is
 // incompressible, the worst case for memory: every byte becomes a part.
+//
+// peak-buffered-MiB is the sink's own accounting and holds whatever else
+// runs. peak-RSS-MiB does not: VmHWM is the high-water mark of the whole
+// test process since it started, so any benchmark or test that ran
+// before in the same process (e.g. under -bench . or a plain go test
+// -bench run that also runs the tests) can set it. For a meaningful
+// figure run this benchmark alone, with no tests:
+//
+//	go test -run '^$' -bench S3Upload1GiB ./sink/
 func BenchmarkS3Upload1GiB(b *testing.B) {
 	srv := versitygw.Start(b)
 	s, err := NewS3(context.Background(), S3Config{
