@@ -1,6 +1,7 @@
 package kis
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -193,25 +194,41 @@ func (c *Connector) issue(ctx context.Context, appKey, appSecret string) (connec
 	if err != nil {
 		return connector.Token{}, err
 	}
-	var a tokenAnswer
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.UseNumber()
-	if err := dec.Decode(&a); err != nil || a.AccessToken == "" {
+	tok, ok := parseTokenAnswer(data, c.base.Now())
+	if !ok {
 		return connector.Token{}, c.base.Fail(call, resp.Status, &connector.Error{Class: connector.Transient,
 			Message: "the token answer holds no access_token"})
 	}
-	c.base.Secrets().Add(a.AccessToken)
-	now := c.base.Now()
-	return connector.Token{AccessToken: a.AccessToken, IssuedAt: now, ExpiresAt: expiry(a, now)}, nil
+	c.base.Secrets().Add(tok.AccessToken)
+	return tok, nil
 }
 
+// parseTokenAnswer reads the token endpoint's answer: the access token,
+// issued now, and its expiry (see expiry). ok is false when the answer is
+// not a JSON object holding an access_token. The answer is never quoted:
+// it holds the token.
+func parseTokenAnswer(data []byte, now time.Time) (tok connector.Token, ok bool) {
+	var a tokenAnswer
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&a); err != nil || a.AccessToken == "" {
+		return connector.Token{}, false
+	}
+	return connector.Token{AccessToken: a.AccessToken, IssuedAt: now, ExpiresAt: expiry(a, now)}, true
+}
+
+// maxExpiresIn bounds the expires_in the connector believes: a larger
+// value (which would overflow a time.Duration past about 292 years) falls
+// back to defaultLifetime.
+const maxExpiresIn = 366 * 24 * time.Hour
+
 // expiry reads access_token_token_expired ("2006-01-02 15:04:05", KST),
-// else expires_in seconds from now, else a day.
+// else expires_in seconds from now (1 s to maxExpiresIn), else a day.
 func expiry(a tokenAnswer, now time.Time) time.Time {
 	if t, err := time.ParseInLocation(time.DateTime, strings.TrimSpace(a.Expired), kst); err == nil {
 		return t
 	}
-	if s, err := strconv.ParseInt(a.ExpiresIn.String(), 10, 64); err == nil && s > 0 {
+	if s, err := strconv.ParseInt(a.ExpiresIn.String(), 10, 64); err == nil && s > 0 && s <= int64(maxExpiresIn/time.Second) {
 		return now.Add(time.Duration(s) * time.Second)
 	}
 	return now.Add(defaultLifetime)
