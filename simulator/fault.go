@@ -17,8 +17,13 @@ import (
 // RejectAtFraction makes the provider's own limiter stricter than its
 // declaration.
 type Fault struct {
+	// Provider is the registry provider id the fault applies to; empty
+	// means every provider.
 	Provider string `json:"provider,omitempty"`
-	Dataset  string `json:"dataset,omitempty"`
+	// Dataset narrows the fault to one dataset of Provider; empty means
+	// all of them. Requests that name no dataset (KIS tokens) match only
+	// a fault without one.
+	Dataset string `json:"dataset,omitempty"`
 	// ErrorRate is the probability of answering with ErrorStatus and a
 	// plain-text body instead of the provider's answer.
 	ErrorRate float64 `json:"error_rate,omitempty"`
@@ -49,8 +54,12 @@ type Fault struct {
 // Quantiles is set, a value interpolated between evenly spaced quantiles
 // (Quantiles[0] is the minimum, the last the maximum).
 type Latency struct {
-	Fixed     time.Duration
-	Jitter    time.Duration
+	// Fixed is the delay every request gets.
+	Fixed time.Duration
+	// Jitter is the width of a uniform delay added to Fixed.
+	Jitter time.Duration
+	// Quantiles, when set, replace Fixed and Jitter: evenly spaced
+	// quantiles of the delay, ascending.
 	Quantiles []time.Duration
 }
 

@@ -24,10 +24,12 @@ type Stats struct {
 // ScopeStats is the bookkeeping of one scope instance since the start or
 // the last reset.
 type ScopeStats struct {
+	// Provider is the registry id of the scope's provider.
 	Provider string `json:"provider"`
 	// Calls counts every authenticated call charged to the scope:
 	// Calls = Accepted + Rejected + RejectedByFault + RejectedElsewhere.
-	Calls    int64 `json:"calls"`
+	Calls int64 `json:"calls"`
+	// Accepted counts the calls the scope let through.
 	Accepted int64 `json:"accepted"`
 	// Rejected counts calls over a declared limit: our violations. It
 	// includes UPBIT's 418 answers while blocked.
@@ -43,11 +45,17 @@ type ScopeStats struct {
 	// Violations is Rejected + TokenRejected.
 	Violations int64 `json:"violations"`
 
-	// KIS token issuance on this app key (/oauth2/tokenP).
+	// TokenRequests counts KIS token requests on this app key
+	// (/oauth2/tokenP), whatever their answer.
 	TokenRequests int64 `json:"token_requests,omitempty"`
-	TokensIssued  int64 `json:"tokens_issued,omitempty"`
-	TokensReused  int64 `json:"tokens_reused,omitempty"`
-	TokenRejected int64 `json:"token_rejected,omitempty"` // EGW00133: a violation
+	// TokensIssued counts requests answered with a new token.
+	TokensIssued int64 `json:"tokens_issued,omitempty"`
+	// TokensReused counts requests answered with the token issued less
+	// than 6 h before.
+	TokensReused int64 `json:"tokens_reused,omitempty"`
+	// TokenRejected counts requests refused with EGW00133 (more than one
+	// a minute): a violation.
+	TokenRejected int64 `json:"token_rejected,omitempty"`
 	// MaxTokensInWindow is the most token requests seen in any window of
 	// one minute (scaled).
 	MaxTokensInWindow int `json:"max_tokens_in_window,omitempty"`
@@ -72,7 +80,8 @@ type ScopeStats struct {
 	// MinGapMS is the smallest gap between two consecutive accepted
 	// calls; MinGapAllMS between two consecutive calls of any outcome.
 	// Null until two such calls were seen.
-	MinGapMS    *float64 `json:"min_gap_ms"`
+	MinGapMS *float64 `json:"min_gap_ms"`
+	// MinGapAllMS: see MinGapMS.
 	MinGapAllMS *float64 `json:"min_gap_all_ms"`
 	// DailyUsed is the accepted calls of the current day (provider's
 	// timezone).
@@ -93,11 +102,17 @@ type ProviderStats struct {
 
 // FaultStats counts injected faults by kind.
 type FaultStats struct {
-	Down      int64 `json:"down"`
-	Errors    int64 `json:"errors"`
-	Resets    int64 `json:"resets"`
-	Delayed   int64 `json:"delayed"`
-	Slowed    int64 `json:"slowed"`
+	// Down counts requests answered 503 by a Down fault.
+	Down int64 `json:"down"`
+	// Errors counts injected 5xx answers (ErrorRate).
+	Errors int64 `json:"errors"`
+	// Resets counts connections reset (ResetRate).
+	Resets int64 `json:"resets"`
+	// Delayed counts requests delayed by a Latency.
+	Delayed int64 `json:"delayed"`
+	// Slowed counts bodies sent slowly (SlowBody).
+	Slowed int64 `json:"slowed"`
+	// Truncated counts bodies cut short (TruncateAfter).
 	Truncated int64 `json:"truncated"`
 	// RejectedAtFraction counts rate-limit errors a RejectAtFraction
 	// fault caused.

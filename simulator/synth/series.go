@@ -70,6 +70,7 @@ func (s Series) Normal(i int64, k uint64) float64 {
 
 // Bar is one open/high/low/close bar with a relative volume.
 type Bar struct {
+	// Open, High, Low and Close are the bar's prices.
 	Open, High, Low, Close float64
 	// Volume is relative: about 1 for a day, proportional to the bar's
 	// length; scale it to the market.
