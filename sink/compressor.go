@@ -79,6 +79,8 @@ type hashingReader struct {
 	n   int64
 }
 
+// Read reads from the source, hashing and counting what it returns, and
+// fails with the context's cause once the context ends.
 func (r *hashingReader) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, context.Cause(r.ctx)

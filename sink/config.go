@@ -193,6 +193,7 @@ func checkConcurrency(n int) error {
 // from 1 to MaxConcurrency (0 is not "the default": it is refused).
 type concurrencyValue struct{ p *int }
 
+// String renders the concurrency.
 func (v concurrencyValue) String() string {
 	if v.p == nil {
 		return ""
@@ -200,6 +201,7 @@ func (v concurrencyValue) String() string {
 	return strconv.Itoa(*v.p)
 }
 
+// Set parses a whole number and checks it is from 1 to MaxConcurrency.
 func (v concurrencyValue) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
@@ -212,6 +214,7 @@ func (v concurrencyValue) Set(s string) error {
 	return nil
 }
 
+// Type names the flag's value type in help output.
 func (v concurrencyValue) Type() string { return "int" }
 
 // Describe names the selected lake for logs and messages, e.g.

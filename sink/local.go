@@ -258,6 +258,7 @@ func (l *Local) List(ctx context.Context, prefix string, fn func(Object) error) 
 // stopError carries the error of the caller's fn out of the walk.
 type stopError struct{ err error }
 
+// Error returns the carried error's message.
 func (e stopError) Error() string { return e.err.Error() }
 
 // walk lists the directory rel (a key prefix ending in '/', or "") in S3
@@ -322,6 +323,7 @@ type countingWriter struct {
 	n int64
 }
 
+// Write writes to the underlying writer and counts the bytes written.
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
@@ -334,8 +336,10 @@ type decodeCloser struct {
 	c   io.Closer
 }
 
+// Read returns decompressed bytes.
 func (d *decodeCloser) Read(p []byte) (int, error) { return d.dec.Read(p) }
 
+// Close releases the decoder and closes the source.
 func (d *decodeCloser) Close() error {
 	d.dec.Close()
 	return d.c.Close()

@@ -62,6 +62,7 @@ type sizeValue struct {
 	check func(int64) error
 }
 
+// String renders the size with FormatSize.
 func (v sizeValue) String() string {
 	if v.p == nil {
 		return ""
@@ -69,6 +70,7 @@ func (v sizeValue) String() string {
 	return FormatSize(*v.p)
 }
 
+// Set parses a size (ParseSize) and checks its range.
 func (v sizeValue) Set(s string) error {
 	n, err := ParseSize(s)
 	if err != nil {
@@ -83,4 +85,5 @@ func (v sizeValue) Set(s string) error {
 	return nil
 }
 
+// Type names the flag's value type in help output.
 func (v sizeValue) Type() string { return "size" }
