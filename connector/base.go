@@ -180,11 +180,11 @@ func (b *Base) Fail(call Call, status int, e *Error) *Error {
 
 // Exchange is one request for Base.Do.
 type Exchange struct {
-	Call   Call
-	Method string // GET when empty
-	URL    string // the full URL, secrets included
-	Header http.Header
-	Body   []byte // request body; may hold secrets and is never logged
+	Call   Call        // what the call is, for the gate, observer and logs
+	Method string      // GET when empty
+	URL    string      // the full URL, secrets included
+	Header http.Header // request headers; may hold secrets and are never logged
+	Body   []byte      // request body; may hold secrets and is never logged
 	// Format is the format asked of the provider, "json" or "xml"; it
 	// decides Response.Ext when neither body nor content type do.
 	Format string
@@ -328,7 +328,10 @@ type redactedError struct {
 	err error
 }
 
+// Error returns the redacted message.
 func (e redactedError) Error() string { return e.msg }
+
+// Unwrap returns the original error.
 func (e redactedError) Unwrap() error { return e.err }
 
 func (b *Base) observeCall(call Call, status int, h http.Header, err error) {

@@ -55,6 +55,7 @@ func newStallGuard(r io.Reader, d time.Duration, onStall func()) *stallGuard {
 	return &stallGuard{r: r, d: d, timer: time.AfterFunc(d, onStall)}
 }
 
+// Read reads from the body and restarts the stall timer on progress.
 func (g *stallGuard) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	if n > 0 {

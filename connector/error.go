@@ -11,13 +11,14 @@ import (
 // Error is a classified provider outcome. Connectors build it at the
 // provider boundary; Message never holds a secret.
 type Error struct {
-	Class    Class
+	Class    Class  // the shared classification of the outcome
 	Provider string // registry provider id, e.g. "kis"
 	Dataset  string // registry dataset id; empty for token calls
 	// Code is the provider's own code: "EGW00201", "ERROR-602", "22",
 	// "429", "too_many_requests"; empty when the failure is local (a
 	// connection reset, a missing credential).
-	Code    string
+	Code string
+	// Message describes the failure, usually in the provider's words.
 	Message string
 	// RetryAfter is how long to wait before sending again (RateLimited).
 	RetryAfter time.Duration

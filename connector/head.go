@@ -19,8 +19,8 @@ const HeadSize = 4096
 // Head is what a classifier sees of a response: status, headers and the
 // first bytes of the body.
 type Head struct {
-	Status int
-	Header http.Header
+	Status int         // the HTTP status
+	Header http.Header // the response headers
 	// Bytes are the first HeadSize bytes of the body, or all of it.
 	Bytes []byte
 	// Complete reports that Bytes is the whole body.
@@ -205,7 +205,8 @@ type XMLEvent struct {
 	// Start is true at an element's start (Attr set), false at its end
 	// (Text set).
 	Start bool
-	Attr  []xml.Attr
+	// Attr holds the element's attributes at its start.
+	Attr []xml.Attr
 	// Text is the element's own character data, trimmed.
 	Text string
 }

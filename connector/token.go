@@ -11,9 +11,9 @@ import (
 // expires, when it was issued and when the token endpoint was last asked.
 // String and LogValue never show the token itself.
 type Token struct {
-	AccessToken string
-	ExpiresAt   time.Time
-	IssuedAt    time.Time
+	AccessToken string    // the token; a secret
+	ExpiresAt   time.Time // when the provider stops accepting it
+	IssuedAt    time.Time // when the token endpoint issued it
 	// RequestedAt is when the token endpoint was last asked for this key,
 	// whether or not it answered with a token; the once-a-minute rule of
 	// the KIS token endpoint counts from it.

@@ -36,7 +36,9 @@ func Serve(t testing.TB, h http.Handler) string {
 // (simulator.ParseFault), and the Transient error a connector must turn it
 // into.
 type FaultCase struct {
+	// Name describes the fault, e.g. "connection reset".
 	Name string
+	// Spec is the fault in the --fault syntax.
 	Spec string
 	// Status is the HTTP status the error carries; 0 when no answer
 	// arrived.
@@ -65,9 +67,13 @@ func TransientFaults(provider, dataset string) []FaultCase {
 // Expect is what a call must end with: a class, and when set the
 // provider's code, the HTTP status and a substring of the message.
 type Expect struct {
-	Class   connector.Class
-	Code    string
-	Status  int
+	// Class is the class the call must end with.
+	Class connector.Class
+	// Code is the provider's code, checked when not empty.
+	Code string
+	// Status is the HTTP status (see AssertClass for when it is checked).
+	Status int
+	// Message is a substring of the error text, checked when not empty.
 	Message string
 }
 

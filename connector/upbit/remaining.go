@@ -11,9 +11,9 @@ import (
 // budget in the current second; Min is fixed and deprecated.
 type RemainingReq struct {
 	Group  string // rate-limit group; may contain hyphens ("order-cancel-all")
-	Sec    int
-	Min    int
-	HasMin bool
+	Sec    int    // calls left in the current second
+	Min    int    // the deprecated per-minute figure
+	HasMin bool   // whether the header carried min
 }
 
 // ParseRemainingReq parses a Remaining-Req header value. Fields may come in
