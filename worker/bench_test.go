@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
@@ -81,9 +82,13 @@ func newStack(b *testing.B, scale float64, n int) *stack {
 		return tc
 	}
 	s.tc = dial()
+	tokens, err := tokenstore.NewFile(filepath.Join(b.TempDir(), "tokens"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for range n {
 		w, err := worker.Start(worker.Options{
-			Client: dial(), Registry: reg, Sink: lake, Logger: quiet, RateScale: scale,
+			Client: dial(), Registry: reg, Sink: lake, Logger: quiet, RateScale: scale, TokenStore: tokens,
 			BaseURLs:    map[string]string{"*": s.simURL},
 			Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
 		})
