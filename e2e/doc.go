@@ -1,0 +1,37 @@
+// Package e2e holds Sluice's end-to-end tests: the daily ingest of the
+// default registry on a real embedded Temporal server, against the provider
+// simulator, by real `sluice worker` processes writing to a local lake or
+// to S3 (versitygw).
+//
+// The first test builds the sluice binary, without the race detector, and
+// starts the embedded Temporal server from it (`sluice server`, one for the
+// whole package): worker processes are the binary users run, and a server
+// inside the race-built test process answers too slowly for the limiter's
+// default send tolerance. Each test runs its own simulator (in the test
+// process, so it reads the simulator's statistics directly), its own lake
+// and its own `sluice worker` processes, in a namespace of its own: the
+// limiter and events workflows are singletons per namespace, so tests
+// sharing one would share their limiters. The tests cover issue 5 §6:
+//
+//   - TestFullRegistry: the whole registry for one date, one worker, zero
+//     violations, every object present and byte-identical to what the
+//     simulator serves;
+//   - TestThreeWorkers: three worker processes writing to S3, zero
+//     violations, every scope's peak within its declared windows, and the
+//     workers' own call counts adding up to the simulator's;
+//   - TestWorkerKilled: a worker SIGKILLed while it writes an object; the
+//     batch completes on the others with no duplicate and no partial object;
+//   - TestProviderDown: FRED down; its datasets fail with the reason, every
+//     other dataset succeeds;
+//   - TestHalfRate: KIS rejecting at half its declared rate; the scope backs
+//     off, the limiter and the ops events record every backoff and the batch
+//     (30 KIS datasets) completes.
+//
+// Every test asserts the simulator saw zero violations. The worker-kill,
+// provider-down and half-rate tests wait on Temporal's timers (a one-minute
+// heartbeat timeout, the retry policy's backoff, a backed-off limiter) and
+// run side by side; the package takes about two and a half minutes.
+//
+// The package holds tests only; it runs on Linux (it reads /proc and sets
+// Pdeathsig on its child processes).
+package e2e
