@@ -13,6 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
+// maxTolerance bounds how far a client widens its tolerance to slow round
+// trips.
+const maxTolerance = 2 * time.Second
+
 // ErrLate means a permit's send window passed before the caller could use
 // it (the process stalled): the caller must acquire again, never send.
 var ErrLate = errors.New("permit expired before use")
@@ -141,6 +145,10 @@ type batcher struct {
 	// release holds grants of a late answer, given back with the next
 	// acquire.
 	release []time.Time
+	// late counts consecutive answers slower than the tolerance; tol,
+	// when set, is the tolerance widened to the round trips observed.
+	late int
+	tol  time.Duration
 }
 
 // Acquire returns a permit for one call to the scope instance. It blocks
@@ -201,6 +209,7 @@ func (c *Client) run(b *batcher) {
 			lim = Stricter(lim, w.limits)
 			maxWait = min(maxWait, w.maxWait)
 		}
+		lim.Tolerance = max(lim.Tolerance, b.tol)
 		sent := time.Now()
 		release := b.release
 		b.release = nil
@@ -222,7 +231,20 @@ func (c *Client) run(b *batcher) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		if rtt <= lim.Tolerance {
+			b.late = 0
+		}
 		if rtt > lim.Tolerance {
+			// Round trips this slow, again and again, would never yield a
+			// usable grant: widen this process's tolerance to twice the
+			// round trip (grants are spaced further apart, never closer).
+			b.late++
+			if b.late >= 3 && b.tol < maxTolerance {
+				b.tol = min(2*rtt, maxTolerance)
+				c.log.Warn("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
+					"rtt", rtt, "tolerance", lim.Tolerance, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
+				b.late = 0
+			}
 			// A grant may be used only within [grant, grant+tolerance];
 			// this answer took longer, so the calls could land late. The
 			// slots are wasted, never risked.

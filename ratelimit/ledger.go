@@ -101,14 +101,20 @@ func (l *Ledger) CurrentFactor(now time.Time, step time.Duration) float64 {
 
 // Penalize records a provider's rate-limit answer: the rate halves (down to
 // 1/64 of the declared one) and, when the provider said how long to wait,
-// no grant is given before then. It returns the new factor.
-func (l *Ledger) Penalize(now time.Time, retryAfter, step time.Duration) float64 {
-	f := math.Max(minFactor, l.CurrentFactor(now, step)/2)
-	l.Factor, l.PenalizedAt = f, now
+// no grant is given before then. Rejections arriving within cooldown of the
+// last halving are answers to calls sent before it took effect: they are
+// counted but do not halve the rate again. It returns the factor in force.
+func (l *Ledger) Penalize(now time.Time, retryAfter, step, cooldown time.Duration) float64 {
+	l.Penalties++
 	if until := now.Add(retryAfter); retryAfter > 0 && until.After(l.PausedUntil) {
 		l.PausedUntil = until
 	}
-	l.Penalties++
+	cur := l.CurrentFactor(now, step)
+	if cur < 1 && now.Before(l.PenalizedAt.Add(time.Duration(float64(cooldown)/cur))) {
+		return cur
+	}
+	f := math.Max(minFactor, cur/2)
+	l.Factor, l.PenalizedAt = f, now
 	return f
 }
 
@@ -160,6 +166,14 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, n int, maxWait, step, horizo
 						g = t
 					}
 				}
+				// Backing off, calls leave evenly spaced instead of in a
+				// window's burst: a provider whose real limit is below the
+				// declared one then sees a steady, lowered rate.
+				if f < 1 {
+					if t := last.Add(stretch(w.Length/time.Duration(w.Count)) + lim.Tolerance + slack); t.After(g) {
+						g = t
+					}
+				}
 			}
 		}
 		if lim.DailyQuota > 0 {
@@ -194,4 +208,16 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, n int, maxWait, step, horizo
 		out = append(out, g.UTC())
 	}
 	return out, nil
+}
+
+// Cooldown is how long after a halving further rejections are taken as
+// answers to calls already under way: the longest window or minimum
+// interval of the limits, plus the tolerance (Penalize stretches it by the
+// factor in force).
+func (l Limits) Cooldown() time.Duration {
+	c := l.MinInterval
+	for _, w := range l.Windows {
+		c = max(c, w.Length)
+	}
+	return c + l.Tolerance
 }

@@ -113,10 +113,10 @@ func checkWindows(t *testing.T, sent []time.Time, lim Limits) {
 func TestPenalizeHalvesAndRecovers(t *testing.T) {
 	var l Ledger
 	step := 10 * time.Second
-	if f := l.Penalize(t0, 3*time.Second, step); f != 0.5 {
+	if f := l.Penalize(t0, 3*time.Second, step, 0); f != 0.5 {
 		t.Fatalf("factor after one penalty = %v", f)
 	}
-	if f := l.Penalize(t0, 0, step); f != 0.25 {
+	if f := l.Penalize(t0, 0, step, 0); f != 0.25 {
 		t.Fatalf("factor after two = %v", f)
 	}
 	if f := l.CurrentFactor(t0.Add(25*time.Second), step); f != 0.25*1.25*1.25 {
@@ -129,13 +129,13 @@ func TestPenalizeHalvesAndRecovers(t *testing.T) {
 	// at half rate a 1/s window spaces grants two seconds apart.
 	lim := Limits{Windows: []Window{{Length: time.Second, Count: 1}}}
 	var m Ledger
-	m.Penalize(t0, 3*time.Second, step)
+	m.Penalize(t0, 3*time.Second, step, 0)
 	grants, _ := m.Reserve(t0, lim, 2, time.Hour, step, 0)
 	if !grants[0].Equal(t0.Add(3*time.Second)) || grants[1].Sub(grants[0]) != 2*time.Second+time.Millisecond {
 		t.Errorf("grants after penalty: %v", grants)
 	}
 	for range 10 {
-		m.Penalize(t0, 0, step)
+		m.Penalize(t0, 0, step, 0)
 	}
 	if m.Factor != minFactor {
 		t.Errorf("factor floor = %v", m.Factor)
@@ -210,5 +210,38 @@ func TestRelease(t *testing.T) {
 	m.Release(append([]time.Time(nil), m.Log...), lim)
 	if len(m.Log) != 2 {
 		t.Errorf("log after releasing everything: %d entries, want 2", len(m.Log))
+	}
+}
+
+// TestPenaltyBurstHalvesOnce: several rejections of calls already under way
+// when the rate was halved do not halve it again within the cooldown.
+func TestPenaltyBurstHalvesOnce(t *testing.T) {
+	var l Ledger
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 5}}, Tolerance: 10 * time.Millisecond}
+	step := time.Minute
+	for i := range 3 {
+		l.Penalize(t0.Add(time.Duration(i)*10*time.Millisecond), 0, step, lim.Cooldown())
+	}
+	if f := l.CurrentFactor(t0.Add(100*time.Millisecond), step); f != 0.5 || l.Penalties != 3 {
+		t.Fatalf("factor %v after a burst of 3 rejections (penalties %d), want 0.5", f, l.Penalties)
+	}
+	// After the cooldown (stretched by the factor), a new rejection halves.
+	if f := l.Penalize(t0.Add(3*time.Second), 0, step, lim.Cooldown()); f != 0.25 {
+		t.Errorf("factor after the cooldown = %v, want 0.25", f)
+	}
+}
+
+// TestBackoffSpacesCallsEvenly: while backing off, a window-only limit
+// sends its calls evenly spaced, not in bursts of the window's count.
+func TestBackoffSpacesCallsEvenly(t *testing.T) {
+	var l Ledger
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 5}}}
+	l.Penalize(t0, 0, time.Hour, 0)
+	grants, _ := l.Reserve(t0, lim, 6, time.Hour, time.Hour, 0)
+	for i := 1; i < len(grants); i++ {
+		// Half rate: 5 per 2 s, one every 400 ms (+1 ms slack).
+		if gap := grants[i].Sub(grants[i-1]); gap != 401*time.Millisecond {
+			t.Errorf("gap %d = %v, want 401ms", i, gap)
+		}
 	}
 }

@@ -129,3 +129,30 @@ func TestLimiterAcrossClients(t *testing.T) {
 		t.Errorf("state after penalty = %+v, %v", st.Ledger, err)
 	}
 }
+
+// TestLimiterWidensToleranceToSlowRoundTrips: with a tolerance no round
+// trip can meet, the client widens it after a few late answers instead of
+// releasing and asking again forever.
+func TestLimiterWidensToleranceToSlowRoundTrips(t *testing.T) {
+	tc := startTemporal(t)
+	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
+	lim := ratelimit.Limits{Windows: []ratelimit.Window{{Length: 100 * time.Millisecond, Count: 10}}, Tolerance: time.Microsecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for range 5 {
+		for {
+			p, err := lc.Acquire(ctx, "slow/key", lim, time.Hour)
+			if err != nil {
+				t.Fatalf("acquire: %v (stats %+v)", err, lc.Stats())
+			}
+			if err := p.Wait(ctx, nil); err == nil {
+				break
+			} else if err != ratelimit.ErrLate {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st := lc.Stats(); st.LateBatch < 3 || st.Granted < 5 {
+		t.Errorf("stats %+v: want at least 3 late answers before widening, and 5 grants", st)
+	}
+}

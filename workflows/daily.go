@@ -82,7 +82,7 @@ type Progress struct {
 var IngestActivityOptions = workflow.ActivityOptions{
 	StartToCloseTimeout:    30 * time.Minute,
 	ScheduleToCloseTimeout: 6 * time.Hour,
-	HeartbeatTimeout:       time.Minute,
+	HeartbeatTimeout:       20 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        time.Second,
 		BackoffCoefficient:     2,

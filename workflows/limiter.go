@@ -54,7 +54,7 @@ func ScopeLimiter(ctx workflow.Context, in ratelimit.LimiterInput) error {
 			handled++
 			now := workflow.Now(ctx)
 			prev := ledger.CurrentFactor(now, in.RecoveryStep)
-			f := ledger.Penalize(now, req.RetryAfter, in.RecoveryStep)
+			f := ledger.Penalize(now, req.RetryAfter, in.RecoveryStep, limits.Cooldown())
 			workflow.GetLogger(ctx).Warn("ratelimit.backoff", "scope", in.ScopeID, "factor", f, "previous", prev, "reason", req.Reason)
 			return ratelimit.PenalizeResponse{Previous: prev, Factor: f}, nil
 		})
