@@ -256,6 +256,11 @@ func (c *Client) run(b *batcher) {
 			c.requeue(b, batch)
 			continue
 		}
+		// Count before handing out, so a caller that reads Stats after
+		// its permit sees it counted.
+		c.statsMu.Lock()
+		c.stats.Granted += int64(min(len(batch), len(resp.Waits)))
+		c.statsMu.Unlock()
 		slack := lim.Tolerance - rtt
 		var again []*waiter
 		for i, w := range batch {
@@ -278,9 +283,6 @@ func (c *Client) run(b *batcher) {
 		if len(again) > 0 {
 			c.requeue(b, again)
 		}
-		c.statsMu.Lock()
-		c.stats.Granted += int64(min(len(batch), len(resp.Waits)))
-		c.statsMu.Unlock()
 	}
 }
 
