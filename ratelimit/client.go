@@ -28,6 +28,7 @@ type QuotaError struct {
 	QuotaExhausted
 }
 
+// Error says which scope's quota is spent and until when.
 func (e *QuotaError) Error() string {
 	return fmt.Sprintf("scope %s: daily quota of %d calls exhausted until %s", e.Scope, e.Quota, e.ResetAt.Format(time.RFC3339))
 }

@@ -91,6 +91,7 @@ type Pos struct {
 	Path string
 }
 
+// String formats the position as file:line, or the file alone.
 func (p Pos) String() string {
 	if p.Line > 0 {
 		return p.File + ":" + itoa(p.Line)
