@@ -3,7 +3,6 @@ package datago_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -93,16 +92,9 @@ func TestSimulatorEveryErrorClass(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := connector.Request{Provider: reg.Provider("datago"), Dataset: c.ds(reg), From: c.from, To: c.from.AddDate(0, 0, 1)}
-			for i := 1; i <= c.calls; i++ {
-				err = connector.Drain(conn.Fetch(context.Background(), req))
-				if i < c.calls {
-					if err != nil {
-						t.Fatalf("call %d: %v", i, err)
-					}
-					continue
-				}
-				connectortest.AssertClass(t, fmt.Sprintf("call %d", i), err, c.want)
-			}
+			err = connectortest.CallN(t, c.calls, func(int) error {
+				return connector.Drain(conn.Fetch(context.Background(), req))
+			}, c.want)
 			if e := (*connector.Error)(nil); errors.As(err, &e) && e.Class == connector.QuotaExhausted {
 				kst := time.FixedZone("KST", 9*3600)
 				if want := time.Date(2025, 3, 12, 0, 0, 0, 0, kst); !e.ResetAt.Equal(want) {

@@ -2,7 +2,6 @@ package fred_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -66,16 +65,9 @@ func TestSimulatorEveryErrorClass(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := connector.Request{Provider: reg.Provider("fred"), Dataset: c.ds(reg), From: c.from, To: c.from.AddDate(0, 0, 1)}
-			for i := 1; i <= c.calls; i++ {
-				err := connector.Drain(conn.Fetch(context.Background(), req))
-				if i < c.calls {
-					if err != nil {
-						t.Fatalf("call %d: %v", i, err)
-					}
-					continue
-				}
-				connectortest.AssertClass(t, fmt.Sprintf("call %d", i), err, c.want)
-			}
+			connectortest.CallN(t, c.calls, func(int) error {
+				return connector.Drain(conn.Fetch(context.Background(), req))
+			}, c.want)
 			if c.want.Class == connector.RateLimited {
 				if st := sim.Stats().Scopes["fred/key"]; st.Accepted != int64(c.calls-1) || st.Rejected != 1 {
 					t.Errorf("scope stats: accepted %d, rejected %d", st.Accepted, st.Rejected)

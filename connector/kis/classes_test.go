@@ -2,7 +2,6 @@ package kis_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -91,19 +90,12 @@ func TestSimulatorEveryErrorClass(t *testing.T) {
 			}
 			conn := newConn()
 			req := connector.Request{Provider: reg.Provider("kis"), Dataset: c.ds(reg), From: c.from, To: c.from.AddDate(0, 0, 1)}
-			for i := 1; i <= c.calls; i++ {
+			connectortest.CallN(t, c.calls, func(i int) error {
 				if i == c.calls && c.otherHost {
 					conn = newConn()
 				}
-				err := connector.Drain(conn.Fetch(context.Background(), req))
-				if i < c.calls {
-					if err != nil {
-						t.Fatalf("call %d: %v", i, err)
-					}
-					continue
-				}
-				connectortest.AssertClass(t, fmt.Sprintf("call %d", i), err, c.want)
-			}
+				return connector.Drain(conn.Fetch(context.Background(), req))
+			}, c.want)
 			st := sim.Stats().Scopes["kis/key"]
 			switch c.want.Code {
 			case kis.CodeRateLimited:
