@@ -13,7 +13,9 @@ import (
 )
 
 // testKey is a fixed key for tests (base64 of 32 bytes).
-func testKey(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, KeySize)) }
+func testKey(b byte) string {
+	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, KeySize))
+}
 
 func mustRing(t *testing.T, text string) *Keyring {
 	t.Helper()

@@ -51,7 +51,9 @@ func AllowOrigins(origins ...string) func(string) bool {
 	return func(origin string) bool { return slices.Contains(norm, normOrigin(origin)) }
 }
 
-func normOrigin(o string) string { return strings.ToLower(strings.TrimRight(strings.TrimSpace(o), "/")) }
+func normOrigin(o string) string {
+	return strings.ToLower(strings.TrimRight(strings.TrimSpace(o), "/"))
+}
 
 // Handler serves Temporal's remote codec protocol for c: POST …/encode
 // and POST …/decode with a JSON Payloads body (any path prefix, such as
