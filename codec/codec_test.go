@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,12 +271,19 @@ func TestKeyFiles(t *testing.T) {
 	if got, err := LoadKeyring(""); err != nil || got.PrimaryID() != r.PrimaryID() {
 		t.Errorf("from %s: %v %v", EnvKeyFile, got, err)
 	}
+	if got, err := LoadKeyring(path); err != nil || got.PrimaryID() != r.PrimaryID() {
+		t.Errorf("from a named file: %v %v", got, err)
+	}
 	t.Setenv(EnvKey, "env:"+testKey(4))
+	if _, err := LoadKeyring(""); err == nil || !strings.Contains(err.Error(), "set one") {
+		t.Errorf("both %s and %s: %v", EnvKey, EnvKeyFile, err)
+	}
+	t.Setenv(EnvKeyFile, "")
 	if got, err := LoadKeyring(""); err != nil || got.PrimaryID() != "env" {
 		t.Errorf("from %s: %v %v", EnvKey, got, err)
 	}
-	if got, err := LoadKeyring(path); err != nil || got.PrimaryID() != r.PrimaryID() {
-		t.Errorf("an explicit file wins: %v %v", got, err)
+	if strings.Contains(fmt.Sprint(LoadKeyring(path)), testKey(4)) {
+		t.Error("an error quotes the key")
 	}
 }
 

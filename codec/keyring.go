@@ -126,21 +126,24 @@ func Fingerprint(raw []byte) string {
 // the file given) is set.
 var ErrNoKey = errors.New("no payload key configured (set " + EnvKey + " or " + EnvKeyFile + ")")
 
-// LoadKeyring reads the key ring from file when it is not empty, else
-// from $SLUICE_CODEC_KEY, else from the file $SLUICE_CODEC_KEY_FILE
-// names. It returns ErrNoKey when none is set. A key file readable by
-// anyone but its owner is refused: the key opens every token Sluice keeps.
+// LoadKeyring reads the key ring from file (a flag's value, which
+// defaults to $SLUICE_CODEC_KEY_FILE) or from $SLUICE_CODEC_KEY; both set
+// is an error, neither is ErrNoKey. A key file readable by anyone but its
+// owner is refused: the key opens every token Sluice keeps.
 func LoadKeyring(file string) (*Keyring, error) {
 	if file == "" {
-		if v := os.Getenv(EnvKey); strings.TrimSpace(v) != "" {
-			return ParseKeyring(EnvKey, v)
-		}
 		file = os.Getenv(EnvKeyFile)
 	}
-	if file == "" {
-		return nil, ErrNoKey
+	env := os.Getenv(EnvKey)
+	switch {
+	case file != "" && strings.TrimSpace(env) != "":
+		return nil, fmt.Errorf("reading payload keys: both %s and a key file (%s) are set: set one", EnvKey, file)
+	case file != "":
+		return ReadKeyFile(file)
+	case strings.TrimSpace(env) != "":
+		return ParseKeyring(EnvKey, env)
 	}
-	return ReadKeyFile(file)
+	return nil, ErrNoKey
 }
 
 // ReadKeyFile reads a key ring file, which must be a regular file that

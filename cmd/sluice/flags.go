@@ -104,17 +104,3 @@ func durationFlag(fs *pflag.FlagSet, p *time.Duration, name, env string, def tim
 	fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
 	annotate(fs, name, env)
 }
-
-// temporalFlags are the connection flags of every command that talks to a
-// Temporal server.
-type temporalFlags struct {
-	addr      string
-	namespace string
-	taskQueue string
-}
-
-func (t *temporalFlags) bind(fs *pflag.FlagSet) {
-	stringFlag(fs, &t.addr, "temporal", "SLUICE_TEMPORAL", "127.0.0.1:7233", "Temporal frontend HOST:PORT")
-	stringFlag(fs, &t.namespace, "namespace", "SLUICE_NAMESPACE", "default", "Temporal namespace")
-	stringFlag(fs, &t.taskQueue, "task-queue", "SLUICE_TASK_QUEUE", "sluice", "task queue of Sluice's workflows and activities")
-}
