@@ -82,6 +82,7 @@ allowed (--allow-origin).`,
 	keys.bind(fs)
 	stringFlag(fs, &addr, "addr", "SLUICE_CODEC_ADDR", "127.0.0.1:8234", "listen HOST:PORT (off loopback a bearer token is required)")
 	stringFlag(fs, &tokenFile, "auth-token-file", envCodecToken+"_FILE", "", "file holding the bearer token every request must carry (or the token in "+envCodecToken+")")
+	annotateSecret(fs, "auth-token-file", envCodecToken)
 	stringSliceFlag(fs, &origins, "allow-origin", "SLUICE_CODEC_ALLOW_ORIGINS", defaultCodecOrigins, "browser origin (the Web UI's URL) allowed to call the endpoint (repeatable; the variable is comma-separated)")
 	return cmd
 }

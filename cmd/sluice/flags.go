@@ -20,6 +20,15 @@ func annotate(fs *pflag.FlagSet, name, env string) {
 	_ = fs.SetAnnotation(name, envAnnotation, []string{env})
 }
 
+// secretEnvAnnotation marks a flag naming a secret file with the
+// environment variable that may hold the secret itself instead (NAME for
+// the flag's NAME_FILE); the compose test reads it.
+const secretEnvAnnotation = "sluice-secret-env"
+
+func annotateSecret(fs *pflag.FlagSet, name, env string) {
+	_ = fs.SetAnnotation(name, secretEnvAnnotation, []string{env})
+}
+
 // envProblems records environment variables that could not be parsed as
 // their flag's type, by variable name; a command refuses to run when one
 // of its own flags reads such a variable (checkEnv).

@@ -54,6 +54,10 @@ func (t *temporalFlags) bind(fs *pflag.FlagSet) {
 	stringFlag(fs, &t.keyFile, "tls-key-file", "SLUICE_TLS_KEY_FILE", "", "PEM private key of the client certificate (or PEM in "+envTLSKey+")")
 	stringFlag(fs, &t.serverName, "tls-server-name", "SLUICE_TLS_SERVER_NAME", "", "name the server's certificate must carry (default: the host of --temporal)")
 	stringFlag(fs, &t.apiKeyFile, "api-key-file", "SLUICE_API_KEY_FILE", "", "file holding a Temporal Cloud API key (or the key in "+envAPIKey+"), sent as Authorization: Bearer over TLS")
+	annotateSecret(fs, "tls-ca-file", envTLSCA)
+	annotateSecret(fs, "tls-cert-file", envTLSCrt)
+	annotateSecret(fs, "tls-key-file", envTLSKey)
+	annotateSecret(fs, "api-key-file", envAPIKey)
 }
 
 // material reads key material from the file a flag names, or from the

@@ -39,6 +39,7 @@ type keyFlags struct {
 func (k *keyFlags) bind(fs *pflag.FlagSet) {
 	stringFlag(fs, &k.file, "codec-key-file", codec.EnvKeyFile, "",
 		"file of the payload keys (0600) that seal the token keepers' payloads, or the keys in "+codec.EnvKey+"; `sluice codec keygen` makes one")
+	annotateSecret(fs, "codec-key-file", codec.EnvKey)
 }
 
 // load reads the key ring; codec.ErrNoKey when none is configured.
