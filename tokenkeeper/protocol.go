@@ -57,8 +57,10 @@ const (
 // Lease bounds.
 const (
 	// DefaultLeaseTTL is how long a lease lasts without renewal; the
-	// store renews it every third of that while its holder works.
-	DefaultLeaseTTL = 30 * time.Second
+	// store renews it every third of that while its holder works. Shorter
+	// than the ingest activity's heartbeat timeout (20 s): when a holder
+	// dies, the others wait it out without timing out themselves.
+	DefaultLeaseTTL = 15 * time.Second
 	// MinLeaseTTL and MaxLeaseTTL bound the TTL a request may ask for.
 	MinLeaseTTL = time.Second
 	MaxLeaseTTL = 10 * time.Minute

@@ -410,12 +410,13 @@ func TestSaveNeedsTheLease(t *testing.T) {
 	}
 }
 
-// TestTerminatedKeeperIsSeeded: an operator terminates the keeper; the
-// next lease starts a new one seeded with what the store last saw, so the
-// token and its request time survive and nobody issues again.
+// TestTerminatedKeeperIsSeeded: an operator terminates the keeper. A
+// machine that never saw the token still finds it (a query reads the
+// terminated run), and the next lease starts a new keeper seeded with it:
+// the token and its request time survive, and nobody issues again.
 func TestTerminatedKeeperIsSeeded(t *testing.T) {
 	r := newRig(t)
-	a, b := r.machine("a", 0), r.machine("b", 0)
+	a := r.machine("a", 0)
 	if err := r.fetch(a); err != nil {
 		t.Fatal(err)
 	}
@@ -424,19 +425,29 @@ func TestTerminatedKeeperIsSeeded(t *testing.T) {
 	if err := r.plain.TerminateWorkflow(context.Background(), tokenkeeper.WorkflowID(r.key()), "", "test"); err != nil {
 		t.Fatal(err)
 	}
-	// a's next lease starts a new keeper; b, which never saw the token,
-	// finds it there.
-	if err := a.store.WithLock(context.Background(), r.key(), func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	got, ok, err := b.store.Load(context.Background(), r.key())
-	if err != nil || !ok || got.AccessToken != tok.AccessToken || !got.RequestedAt.Equal(tok.RequestedAt) {
-		t.Fatalf("after the terminate: %v %v %v", got, ok, err)
-	}
+	b := r.machine("b", 0)
 	if err := r.fetch(b); err != nil {
 		t.Fatal(err)
 	}
-	r.check("a machine after the terminate", 1, 1)
+	r.check("a new machine after the terminate", 1, 1)
+	// b's lease starts a new keeper, seeded with what b read.
+	if err := b.store.WithLock(context.Background(), r.key(), func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := r.plain.DescribeWorkflowExecution(context.Background(), tokenkeeper.WorkflowID(r.key()), "")
+	if err != nil || desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("no new keeper runs: %v %v", desc.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+	c := r.machine("c", 0)
+	got, ok, err := c.store.Load(context.Background(), r.key())
+	if err != nil || !ok || got.AccessToken != tok.AccessToken || !got.RequestedAt.Equal(tok.RequestedAt) {
+		t.Fatalf("the new keeper holds %v %v %v, want the token and request time of the old", got, ok, err)
+	}
+	r.clk.Add(time.Second)
+	if err := r.fetch(c); err != nil {
+		t.Fatal(err)
+	}
+	r.check("a machine on the new keeper", 1, 1)
 }
 
 // collectPayloads appends every Payload inside m.
