@@ -25,10 +25,12 @@ import (
 const callTimeout = 30 * time.Second
 
 // Polling for a busy lease: at least minPoll, at most maxPoll between
-// tries, jittered.
+// tries, jittered. A holder usually finishes within a round trip to KIS,
+// long before its lease would expire: poll often (a refused acquire
+// leaves no history).
 const (
 	minPoll = 50 * time.Millisecond
-	maxPoll = time.Second
+	maxPoll = 250 * time.Millisecond
 )
 
 // StoreOptions configure a Store.
