@@ -171,8 +171,8 @@ func redactJSON(data []byte) (out []byte, changed, ok bool) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, false, false
 	}
-	if dec.More() {
-		return nil, false, false
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false, false // more after the value: not one JSON document
 	}
 	v, changed = redactValue(v)
 	if !changed {

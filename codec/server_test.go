@@ -2,9 +2,11 @@ package codec
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,7 +69,10 @@ func TestDecodeRedactsTokens(t *testing.T) {
 		"list": []any{map[string]any{"AppSecret": "s3cr3t-value"}}})
 	other, _ := dc.ToPayload("just a string")
 	notJSON, _ := c.Encode([]*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`{"access_token":"` + canary)}})
-	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{state, other, notJSON[0]}})
+	// A value followed by '}' and a second document: the decoder stops at
+	// the first, which has nothing to redact; the whole must still go.
+	trailing, _ := c.Encode([]*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"a"}{"access_token":"` + canary + `"}`)}})
+	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{state, other, notJSON[0], trailing[0]}})
 	resp := post(t, srv.URL+"/decode", body, nil)
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
@@ -80,15 +85,15 @@ func TestDecodeRedactsTokens(t *testing.T) {
 	if bytes.Contains(raw, []byte(canary)) || bytes.Contains(raw, []byte("s3cr3t-value")) {
 		t.Errorf("decode shows a secret: %s", raw)
 	}
-	if len(out.Payloads) != 3 || !strings.Contains(string(out.Payloads[0].Data), `"expires_at":"2026-01-02T00:00:00Z"`) ||
+	if len(out.Payloads) != 4 || !strings.Contains(string(out.Payloads[0].Data), `"expires_at":"2026-01-02T00:00:00Z"`) ||
 		!strings.Contains(string(out.Payloads[0].Data), `"access_token":"REDACTED"`) {
 		t.Errorf("decoded state: %s", out.Payloads[0].GetData())
 	}
 	if string(out.Payloads[1].Data) != `"just a string"` {
 		t.Errorf("other payload: %s", out.Payloads[1].Data)
 	}
-	if string(out.Payloads[2].Data) != `"REDACTED"` {
-		t.Errorf("unparsable JSON payload: %s", out.Payloads[2].Data)
+	if string(out.Payloads[2].Data) != `"REDACTED"` || string(out.Payloads[3].Data) != `"REDACTED"` {
+		t.Errorf("unparsable JSON payloads: %s, %s", out.Payloads[2].Data, out.Payloads[3].Data)
 	}
 }
 
@@ -160,4 +165,43 @@ func TestHandlerRefusesBadRequests(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"gone"`) || strings.Contains(string(b), canary) {
 		t.Errorf("unknown key: %d %s", resp.StatusCode, b)
 	}
+}
+
+// FuzzRedactJSON: whatever JSON a payload holds, no secret field keeps a
+// value after redaction, and the output is JSON.
+func FuzzRedactJSON(f *testing.F) {
+	for _, s := range []string{`{"access_token":"x"}`, `{"a":[{"ACCESS_TOKEN":"y"},{"b":{"appsecret":"z"}}]}`, `"s"`, `1`, `null`,
+		`{"access_token":{"nested":"v"}}`, `{"access_token":""}`, `[`, `{"access_token":"x"} {"x":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, _, ok := redactJSON(data)
+		if !ok {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("redacted output %q is not JSON: %v", out, err)
+		}
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, y := range x {
+					if slices.Contains(SecretFields, strings.ToLower(k)) {
+						if s, isStr := y.(string); !(isStr && (s == Redacted || s == "")) {
+							t.Fatalf("%s kept %v in %q", k, y, out)
+						}
+						continue
+					}
+					walk(y)
+				}
+			case []any:
+				for _, y := range x {
+					walk(y)
+				}
+			}
+		}
+		walk(v)
+	})
 }
