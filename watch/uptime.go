@@ -103,7 +103,14 @@ func (tl Timeline) Between(from, to time.Time) Availability {
 		return a
 	}
 	cursor := from
-	for i, m := range tl {
+	// Start at the last mark at or before from: the ones before it end
+	// before the span.
+	first := sort.Search(len(tl), func(i int) bool { return tl[i].At.After(from) })
+	if first > 0 {
+		first--
+	}
+	for i := first; i < len(tl); i++ {
+		m := tl[i]
 		end := to
 		if i+1 < len(tl) && tl[i+1].At.Before(end) {
 			end = tl[i+1].At

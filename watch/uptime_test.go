@@ -123,3 +123,17 @@ func TestDayStartsAcrossDST(t *testing.T) {
 		t.Errorf("fall-back day: %s", u.Days[1].Up)
 	}
 }
+
+// BenchmarkTimelineUptime: 90 days of a dataset with eight marks a day,
+// the summary's 90 bars and four windows.
+func BenchmarkTimelineUptime(b *testing.B) {
+	var tl Timeline
+	now := t0.Add(92 * 24 * h)
+	for at := t0; at.Before(now); at = at.Add(3 * h) {
+		tl = append(tl, Mark{At: at, State: Up, Until: at.Add(6 * h)})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tl.Uptime("ds", now, DefaultWindows, 90, time.UTC)
+	}
+}
