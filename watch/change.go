@@ -79,6 +79,23 @@ func (c Change) Validate() error {
 // cut.
 const MaxValueBytes = 256
 
+// MaxEvidence bounds the probes a Change keeps as evidence (the latest).
+const MaxEvidence = 100
+
+// Normalize returns the change with its time in UTC at microsecond
+// precision, its text cut to its limits as valid UTF-8 and at most
+// MaxEvidence probes of evidence.
+func (c Change) Normalize() Change {
+	c.At = c.At.UTC().Truncate(time.Microsecond)
+	c.From, c.To = cleanText(c.From, MaxValueBytes), cleanText(c.To, MaxValueBytes)
+	c.Period = cleanText(c.Period, MaxNewestBytes)
+	c.Summary = cleanText(c.Summary, MaxMessageBytes)
+	if n := len(c.Evidence); n > MaxEvidence {
+		c.Evidence = c.Evidence[n-MaxEvidence:]
+	}
+	return c
+}
+
 // DetectRevisions compares the values of the periods two fetches both
 // hold — old is what the lake had, new what the look-back re-fetched —
 // and returns one revision Change per period whose value differs, sorted

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -36,8 +37,32 @@ const (
 	KindConfirmBudgetSpent = "probe.confirm_budget_spent"
 )
 
-// MaxKindBytes bounds an event's kind.
-const MaxKindBytes = 64
+// Limits on an event.
+const (
+	MaxKindBytes = 64
+	MaxAttrs     = 32
+)
+
+// Normalize returns the event with its time in UTC at microsecond
+// precision, its message and attribute values cut to their limits as
+// valid UTF-8, and at most MaxAttrs attributes (the first by name).
+func (e Event) Normalize() Event {
+	e.At = e.At.UTC().Truncate(time.Microsecond)
+	e.Message = cleanText(e.Message, MaxMessageBytes)
+	if len(e.Attrs) > 0 {
+		keys := make([]string, 0, len(e.Attrs))
+		for k := range e.Attrs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(map[string]string, min(len(keys), MaxAttrs))
+		for _, k := range keys[:min(len(keys), MaxAttrs)] {
+			out[cleanText(k, MaxKindBytes)] = cleanText(e.Attrs[k], MaxValueBytes)
+		}
+		e.Attrs = out
+	}
+	return e
+}
 
 // Validate checks an event before it is recorded.
 func (e Event) Validate() error {

@@ -531,3 +531,19 @@ func TestCanonicalDecimal(t *testing.T) {
 		}
 	}
 }
+
+func TestNormalizeBoundsText(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	c := Change{At: t0, Dataset: "ds", Kind: ChangeRevision, From: long, To: long, Period: long, Summary: long, Evidence: make([]ProbeRef, 500)}.Normalize()
+	if len(c.From) > MaxValueBytes || len(c.Summary) > MaxMessageBytes || len(c.Period) > MaxNewestBytes || len(c.Evidence) != MaxEvidence {
+		t.Errorf("change not bounded: %d %d %d %d", len(c.From), len(c.Summary), len(c.Period), len(c.Evidence))
+	}
+	attrs := map[string]string{}
+	for i := 0; i < 100; i++ {
+		attrs[fmt.Sprintf("k%03d", i)] = long
+	}
+	e := Event{Kind: "k", At: t0, Message: long + "\xff", Attrs: attrs}.Normalize()
+	if len(e.Message) > MaxMessageBytes || len(e.Attrs) != MaxAttrs || len(e.Attrs["k000"]) > MaxValueBytes || e.Attrs["k031"] == "" {
+		t.Errorf("event not bounded: %d %d", len(e.Message), len(e.Attrs))
+	}
+}

@@ -778,3 +778,18 @@ func TestRetryable(t *testing.T) {
 		t.Error("PostgreSQL codes misjudged")
 	}
 }
+
+func TestPostgresConnectTimeout(t *testing.T) {
+	if got := withConnectTimeout("postgres://u@h/db?sslmode=disable"); got != "postgres://u@h/db?connect_timeout=10&sslmode=disable" {
+		t.Errorf("added: %s", got)
+	}
+	if got := withConnectTimeout("postgres://u@h/db?connect_timeout=3"); got != "postgres://u@h/db?connect_timeout=3" {
+		t.Errorf("kept: %s", got)
+	}
+	// A server that is not there fails the open, naming it without the
+	// password.
+	_, err := Open(context.Background(), Config{DSN: "postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("open of a closed port: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -111,7 +112,28 @@ func sqliteRetryable(err error) bool {
 	return false
 }
 
+// connectTimeout bounds a PostgreSQL connection attempt unless the DSN
+// sets connect_timeout.
+const connectTimeout = "10"
+
+// withConnectTimeout adds connect_timeout to a PostgreSQL URL that has
+// none, so that an unreachable server fails the open instead of hanging.
+func withConnectTimeout(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") != "" {
+		return dsn
+	}
+	q.Set("connect_timeout", connectTimeout)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 func openPostgres(ctx context.Context, dsn string, ret Retention) (Store, error) {
+	dsn = withConnectTimeout(dsn)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening the watch store %s: %w", Describe(dsn), err)

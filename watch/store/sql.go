@@ -227,7 +227,7 @@ type changeDetail struct {
 func (s *sqlStore) insertChanges(ctx context.Context, tx *sql.Tx, changes []watch.Change) ([]watch.Change, error) {
 	out := make([]watch.Change, 0, len(changes))
 	for _, c := range changes {
-		c.At = c.At.UTC().Truncate(time.Microsecond)
+		c = c.Normalize()
 		detail, err := json.Marshal(changeDetail{Evidence: c.Evidence, Shape: c.Shape})
 		if err != nil {
 			return nil, fmt.Errorf("encoding a change of %s: %w", c.Dataset, err)
@@ -243,12 +243,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), us(c.At), c.Dataset, string(c.Ki
 
 func (s *sqlStore) insertEvents(ctx context.Context, tx *sql.Tx, events []watch.Event) error {
 	for _, e := range events {
+		e = e.Normalize()
 		attrs, err := json.Marshal(e.Attrs)
 		if err != nil {
 			return fmt.Errorf("encoding a %s event: %w", e.Kind, err)
 		}
 		if _, err := s.exec(ctx, tx, "INSERT INTO events (at, kind, scope, provider, dataset, message, attrs) VALUES (?, ?, ?, ?, ?, ?, ?)",
-			us(e.At.UTC()), e.Kind, e.Scope, e.Provider, e.Dataset, e.Message, string(attrs)); err != nil {
+			us(e.At), e.Kind, e.Scope, e.Provider, e.Dataset, e.Message, string(attrs)); err != nil {
 			return fmt.Errorf("recording a %s event: %w", e.Kind, err)
 		}
 	}
