@@ -39,7 +39,11 @@ const UnassignedScopeKey = "unassigned"
 // Probe says how often a dataset is probed.
 type Probe struct {
 	IntervalMinutes int
-	Pos             Pos
+	// PublicationLag is how long after a period ends its value is
+	// expected in the provider's answer (probe.publication_lag_days); 0:
+	// the watch's default for the dataset's cycle and provider.
+	PublicationLag time.Duration
+	Pos            Pos
 }
 
 // PerDay is ⌈1440 / interval⌉, the probes a day before headroom.

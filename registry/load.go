@@ -425,12 +425,19 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 		{"request", func(n *yaml.Node, p string) { reqNode, reqPath = n, p }},
 		{"probe", func(n *yaml.Node, p string) {
 			pr := &Probe{Pos: d.pos(n, p)}
-			pres := d.mapping(n, p, []field{{"interval_minutes", func(n *yaml.Node, p string) {
-				if v, ok := d.intValue(n, p, 1, 7*1440); ok {
-					pr.IntervalMinutes = v
-					pr.Pos = d.pos(n, p)
-				}
-			}}})
+			pres := d.mapping(n, p, []field{
+				{"interval_minutes", func(n *yaml.Node, p string) {
+					if v, ok := d.intValue(n, p, 1, 7*1440); ok {
+						pr.IntervalMinutes = v
+						pr.Pos = d.pos(n, p)
+					}
+				}},
+				{"publication_lag_days", func(n *yaml.Node, p string) {
+					if v, ok := d.days(n, p, maxPublicationLagDays); ok {
+						pr.PublicationLag = v
+					}
+				}},
+			})
 			if pres != nil && pres["interval_minutes"] == nil {
 				d.errorf(n, p, "missing field \"interval_minutes\"")
 			}
