@@ -16,8 +16,9 @@ import (
 //	POST /_sim/faults             replace them (a JSON list, or one object)
 //	DELETE /_sim/faults           remove them all
 //	POST /_sim/reset              Reset: windows, quotas, statistics, blocks
-//	POST /_sim/kis/expire-tokens  expire every KIS token (?invalidate=1: forget them)
 //	GET  /_sim/credentials        the accepted test credentials by env-var name
+//	…    /_sim/<connector>/…      a provider's own endpoints (Controller),
+//	                              e.g. POST /_sim/kis/expire-tokens
 func (s *Simulator) control(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
@@ -47,20 +48,24 @@ func (s *Simulator) control(w http.ResponseWriter, r *http.Request) {
 	case path == "/_sim/reset" && r.Method == http.MethodPost:
 		s.Reset()
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	case path == "/_sim/kis/expire-tokens" && r.Method == http.MethodPost:
-		var n int
-		if v := r.URL.Query().Get("invalidate"); v == "1" || v == "true" {
-			n = s.InvalidateKISTokens()
-		} else {
-			n = s.ExpireKISTokens()
-		}
-		writeJSON(w, http.StatusOK, map[string]int{"tokens": n})
 	case path == "/_sim/credentials" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, s.Credentials())
 	default:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint " + r.Method + " " + r.URL.Path})
+		if !s.providerControl(w, r, path) {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint " + r.Method + " " + r.URL.Path})
+		}
 	}
 }
+
+// providerControl hands /_sim/<connector>/… to that provider's Controller.
+func (s *Simulator) providerControl(w http.ResponseWriter, r *http.Request, path string) bool {
+	name, rest, _ := strings.Cut(strings.TrimPrefix(path, "/_sim/"), "/")
+	c, ok := s.Provider(name).(Controller)
+	return ok && c.Control(w, r, "/"+rest)
+}
+
+// WriteJSON answers a control request with v as indented JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
 
 // decodeFaults reads a JSON list of faults, or a single fault object.
 func decodeFaults(body io.Reader) ([]Fault, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/connector/datago"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
 func startSim(t *testing.T, opts simulator.Options, creds map[string]string) (*datago.Connector, *simulator.Simulator, *registry.Registry, *connectortest.Log) {
@@ -43,7 +44,10 @@ func dates(reg *registry.Registry, from, to int) connector.Request {
 }
 
 func TestSimulatorSuccessWithAKeyHoldingPlusAndSlash(t *testing.T) {
-	c, sim, reg, log := startSim(t, simulator.Options{Seed: 1, RateScale: 100}, nil)
+	// A clock that steps past the 2 s minimum interval on every reading:
+	// the fetch and the probe that follows it never depend on how fast
+	// the machine is.
+	c, sim, reg, log := startSim(t, simulator.Options{Seed: 1, Now: steppingClock(3 * time.Second)}, nil)
 	resp, err := c.Fetch(context.Background(), dates(reg, 2, 5))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/connector/fred"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
 func startSim(t *testing.T, opts simulator.Options, creds map[string]string) (*fred.Connector, *simulator.Simulator, *registry.Registry, *connectortest.Log) {

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/connector/kis"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/simulator"
+	simkis "github.com/sluicehq/sluice/simulator/kis"
 )
 
 // Environment of a helper process.
@@ -168,7 +169,7 @@ func TestTokenIssuedOnceAcrossProcessesAgainstTheSimulator(t *testing.T) {
 	clk.Add(time.Hour)
 	run(1)
 	check("a restart", 1, 1)
-	s.sim.ExpireKISTokens()
+	simkis.ExpireTokens(s.sim)
 	clk.Add(2 * time.Minute)
 	run(n)
 	check("5 processes after expiry", 2, 2)

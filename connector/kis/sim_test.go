@@ -16,6 +16,8 @@ import (
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
+	simkis "github.com/sluicehq/sluice/simulator/kis"
 )
 
 // simEnv is the simulator serving the sample registry.
@@ -148,7 +150,7 @@ func TestSimulatorExpiredAndInvalidTokensAreReplacedOnce(t *testing.T) {
 	if err := fetch(); err != nil {
 		t.Fatal(err)
 	}
-	for i, force := range []func() int{s.sim.ExpireKISTokens, s.sim.InvalidateKISTokens} {
+	for i, force := range []func() int{func() int { return simkis.ExpireTokens(s.sim) }, func() int { return simkis.InvalidateTokens(s.sim) }} {
 		force()
 		clk.Add(2 * time.Minute) // past the once-a-minute rule
 		if err := fetch(); err != nil {

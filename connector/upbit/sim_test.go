@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/connector/upbit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
 func startSim(t *testing.T, opts simulator.Options, clock func() time.Time) (*upbit.Connector, *simulator.Simulator, *registry.Registry, *connectortest.Log) {

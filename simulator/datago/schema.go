@@ -1,22 +1,23 @@
-package simulator
+package datago
 
 import (
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-// datagoSchema is the item shape of one kind of data.go.kr operation.
-type datagoSchema struct {
+// schema is the item shape of one kind of data.go.kr operation.
+type schema struct {
 	entities []string // rows per day
 	filter   string   // query parameter that selects one entity by name
-	row      func(g *datagoGen, day synth.Day, entity string) []kv
+	row      func(g *generator, day synth.Day, entity string) []kv
 	stream   bool // TourAPI-style list of recently modified entries
 }
 
-func datagoSchemaFor(op string) *datagoSchema {
+func schemaFor(op string) *schema {
 	switch op {
 	case "getStockMarketIndex":
 		return stockIndexSchema
@@ -31,11 +32,11 @@ func datagoSchemaFor(op string) *datagoSchema {
 }
 
 var (
-	stockIndexSchema = &datagoSchema{entities: stockIndexNames(), filter: "idxNm", row: stockIndexRow}
-	bondIndexSchema  = &datagoSchema{entities: bondIndexNames, filter: "idxNm", row: bondIndexRow}
-	derivIndexSchema = &datagoSchema{entities: derivIndexNames, filter: "idxNm", row: derivIndexRow}
-	tourSchema       = &datagoSchema{stream: true}
-	genericSchema    = &datagoSchema{entities: []string{"항목 A", "항목 B", "항목 C", "항목 D", "항목 E"}, filter: "itmsNm", row: genericRow}
+	stockIndexSchema = &schema{entities: stockIndexNames(), filter: "idxNm", row: stockIndexRow}
+	bondIndexSchema  = &schema{entities: bondIndexNames, filter: "idxNm", row: bondIndexRow}
+	derivIndexSchema = &schema{entities: derivIndexNames, filter: "idxNm", row: derivIndexRow}
+	tourSchema       = &schema{stream: true}
+	genericSchema    = &schema{entities: []string{"항목 A", "항목 B", "항목 C", "항목 D", "항목 E"}, filter: "itmsNm", row: genericRow}
 )
 
 func stockIndexNames() []string {
@@ -69,9 +70,9 @@ var derivIndexNames = []string{
 }
 
 // entitySeries is the synthetic level of one named index.
-func (g *datagoGen) entitySeries(prefix, name string, lo, hi, vol float64) synth.Series {
+func (g *generator) entitySeries(prefix, name string, lo, hi, vol float64) synth.Series {
 	key := "datago|" + prefix + "|" + name
-	return synth.NewSeries(g.s.seed, key, pick(g.s.seed, key, lo, hi), vol)
+	return synth.NewSeries(g.seed, key, synth.Pick(g.seed, key, lo, hi), vol)
 }
 
 func dayBar(s synth.Series, d synth.Day) synth.Bar { return s.Bar(float64(d), float64(d)+1, int64(d)) }
@@ -84,16 +85,16 @@ func pct(diff, base float64) string {
 	if base == 0 {
 		return "0"
 	}
-	return formatFixed(100*diff/base, 2)
+	return simulator.FormatFixed(100*diff/base, 2)
 }
 
 // stockIndexBases are the typical levels of the headline indices.
 var stockIndexBases = map[string]float64{"코스피": 2500, "코스닥": 800, "코스피 200": 330, "KRX 300": 1500}
 
-func stockIndexRow(g *datagoGen, day synth.Day, name string) []kv {
+func stockIndexRow(g *generator, day synth.Day, name string) []kv {
 	s := g.entitySeries("stock", name, 400, 3500, 0.011)
 	if base, ok := stockIndexBases[name]; ok {
-		s = synth.NewSeries(g.s.seed, "datago|stock|"+name, base, 0.011)
+		s = synth.NewSeries(g.seed, "datago|stock|"+name, base, 0.011)
 	}
 	b := dayBar(s, day)
 	prev := dayClose(s, synth.KRX.Prev(day))
@@ -113,7 +114,7 @@ func stockIndexRow(g *datagoGen, day synth.Day, name string) []kv {
 			lo, loDay = c, d
 		}
 	}
-	c := roundTo(b.Close, 2)
+	c := simulator.Round(b.Close, 2)
 	cls := "KOSPI시리즈"
 	switch {
 	case strings.HasPrefix(name, "코스닥"):
@@ -124,60 +125,60 @@ func stockIndexRow(g *datagoGen, day synth.Day, name string) []kv {
 	return []kv{
 		{"basDt", day.YYYYMMDD()}, {"idxNm", name}, {"idxCsf", cls},
 		{"epyItmsCnt", strconv.Itoa(20 + int(s.Key()%800))},
-		{"clpr", formatFixed(c, 2)}, {"vs", formatFixed(c-roundTo(prev, 2), 2)}, {"fltRt", pct(c-prev, prev)},
-		{"mkp", formatFixed(b.Open, 2)}, {"hipr", formatFixed(b.High, 2)}, {"lopr", formatFixed(b.Low, 2)},
-		{"trqu", intString(2e8 * b.Volume)}, {"trPrc", intString(6e12 * b.Volume)},
-		{"lstgMrktTotAmt", intString(1.5e15 * b.Close / s.Base())},
-		{"lsYrEdVsFltRg", formatFixed(c-roundTo(ye, 2), 2)}, {"lsYrEdVsFltRt", pct(c-ye, ye)},
-		{"yrWRcrdHgst", formatFixed(hi, 2)}, {"yrWRcrdHgstDt", hiDay.YYYYMMDD()},
-		{"yrWRcrdLwst", formatFixed(lo, 2)}, {"yrWRcrdLwstDt", loDay.YYYYMMDD()},
+		{"clpr", simulator.FormatFixed(c, 2)}, {"vs", simulator.FormatFixed(c-simulator.Round(prev, 2), 2)}, {"fltRt", pct(c-prev, prev)},
+		{"mkp", simulator.FormatFixed(b.Open, 2)}, {"hipr", simulator.FormatFixed(b.High, 2)}, {"lopr", simulator.FormatFixed(b.Low, 2)},
+		{"trqu", simulator.FormatAmount(2e8 * b.Volume)}, {"trPrc", simulator.FormatAmount(6e12 * b.Volume)},
+		{"lstgMrktTotAmt", simulator.FormatAmount(1.5e15 * b.Close / s.Base())},
+		{"lsYrEdVsFltRg", simulator.FormatFixed(c-simulator.Round(ye, 2), 2)}, {"lsYrEdVsFltRt", pct(c-ye, ye)},
+		{"yrWRcrdHgst", simulator.FormatFixed(hi, 2)}, {"yrWRcrdHgstDt", hiDay.YYYYMMDD()},
+		{"yrWRcrdLwst", simulator.FormatFixed(lo, 2)}, {"yrWRcrdLwstDt", loDay.YYYYMMDD()},
 		{"basPntm", "19800104"}, {"basIdx", "100"},
 	}
 }
 
-func bondIndexRow(g *datagoGen, day synth.Day, name string) []kv {
+func bondIndexRow(g *generator, day synth.Day, name string) []kv {
 	out := []kv{{"basDt", day.YYYYMMDD()}, {"idxNm", name}}
 	for _, part := range []struct {
 		prefix string
 		lo, hi float64
 	}{{"totBnfIdx", 150, 250}, {"nPrcIdx", 95, 115}, {"zrRinvIdx", 150, 250}, {"clRinvIdx", 150, 250}, {"mrktPrcIdx", 100, 130}} {
 		s := g.entitySeries("bond|"+part.prefix, name, part.lo, part.hi, 0.002)
-		c := roundTo(s.Value(day), 2)
-		p := roundTo(s.Value(synth.KRX.Prev(day)), 2)
-		out = append(out, kv{part.prefix + "Clpr", formatFixed(c, 2)}, kv{part.prefix + "Vs", formatFixed(c-p, 2)})
+		c := simulator.Round(s.Value(day), 2)
+		p := simulator.Round(s.Value(synth.KRX.Prev(day)), 2)
+		out = append(out, kv{part.prefix + "Clpr", simulator.FormatFixed(c, 2)}, kv{part.prefix + "Vs", simulator.FormatFixed(c-p, 2)})
 	}
 	d := g.entitySeries("bond|drtn", name, 1.5, 12, 0.002)
 	r := g.entitySeries("bond|rate", name, 2.5, 4.5, 0.01)
 	out = append(out,
-		kv{"bnfIdxAvgDrtn", formatFixed(d.Value(day), 3)},
-		kv{"bnfIdxAvgCnvx", formatFixed(d.Value(day)*d.Value(day)/8, 3)},
-		kv{"bnfIdxAvgBnfRt", formatFixed(r.Value(day), 3)})
+		kv{"bnfIdxAvgDrtn", simulator.FormatFixed(d.Value(day), 3)},
+		kv{"bnfIdxAvgCnvx", simulator.FormatFixed(d.Value(day)*d.Value(day)/8, 3)},
+		kv{"bnfIdxAvgBnfRt", simulator.FormatFixed(r.Value(day), 3)})
 	return out
 }
 
-func derivIndexRow(g *datagoGen, day synth.Day, name string) []kv {
+func derivIndexRow(g *generator, day synth.Day, name string) []kv {
 	s := g.entitySeries("deriv", name, 50, 2500, 0.013)
 	b := dayBar(s, day)
 	prev := dayClose(s, synth.KRX.Prev(day))
-	c := roundTo(b.Close, 2)
+	c := simulator.Round(b.Close, 2)
 	return []kv{
 		{"basDt", day.YYYYMMDD()}, {"idxNm", name}, {"idxCsf", "파생상품지수"},
-		{"clpr", formatFixed(c, 2)}, {"vs", formatFixed(c-roundTo(prev, 2), 2)}, {"fltRt", pct(c-prev, prev)},
-		{"mkp", formatFixed(b.Open, 2)}, {"hipr", formatFixed(b.High, 2)}, {"lopr", formatFixed(b.Low, 2)},
+		{"clpr", simulator.FormatFixed(c, 2)}, {"vs", simulator.FormatFixed(c-simulator.Round(prev, 2), 2)}, {"fltRt", pct(c-prev, prev)},
+		{"mkp", simulator.FormatFixed(b.Open, 2)}, {"hipr", simulator.FormatFixed(b.High, 2)}, {"lopr", simulator.FormatFixed(b.Low, 2)},
 		{"basPntm", "20100104"}, {"basIdx", "1000"},
 	}
 }
 
-func genericRow(g *datagoGen, day synth.Day, name string) []kv {
+func genericRow(g *generator, day synth.Day, name string) []kv {
 	s := g.entitySeries("generic|"+g.op, name, 1000, 100000, 0.012)
 	b := dayBar(s, day)
 	prev := dayClose(s, synth.KRX.Prev(day))
-	c := roundTo(b.Close, 0)
+	c := simulator.Round(b.Close, 0)
 	return []kv{
 		{"basDt", day.YYYYMMDD()}, {"itmsNm", name},
-		{"clpr", formatFixed(c, 0)}, {"vs", formatFixed(c-roundTo(prev, 0), 0)}, {"fltRt", pct(c-prev, prev)},
-		{"mkp", formatFixed(b.Open, 0)}, {"hipr", formatFixed(b.High, 0)}, {"lopr", formatFixed(b.Low, 0)},
-		{"trqu", intString(1e6 * b.Volume)}, {"trPrc", intString(1e6 * b.Volume * b.Close)},
+		{"clpr", simulator.FormatFixed(c, 0)}, {"vs", simulator.FormatFixed(c-simulator.Round(prev, 0), 0)}, {"fltRt", pct(c-prev, prev)},
+		{"mkp", simulator.FormatFixed(b.Open, 0)}, {"hipr", simulator.FormatFixed(b.High, 0)}, {"lopr", simulator.FormatFixed(b.Low, 0)},
+		{"trqu", simulator.FormatAmount(1e6 * b.Volume)}, {"trPrc", simulator.FormatAmount(1e6 * b.Volume * b.Close)},
 	}
 }
 

@@ -1,28 +1,12 @@
-package simulator
+package kis
 
 import (
 	"math"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator/synth"
 )
-
-// latestDay returns the newest day whose data is published at now: a day
-// d is published lag days later at hour:00 in loc (lag 0: the same day),
-// and only open days of cal have data.
-func latestDay(cal synth.Calendar, now time.Time, loc *time.Location, lag, hour int) synth.Day {
-	t := now.In(loc)
-	d := synth.DayOf(t) - synth.Day(lag)
-	if t.Hour() < hour {
-		d--
-	}
-	for i := 0; i < 40 && !cal.Open(d); i++ {
-		d--
-	}
-	return d
-}
 
 // decimalsFor chooses the decimals a quote of this magnitude is shown with.
 func decimalsFor(v float64) int {
@@ -33,12 +17,6 @@ func decimalsFor(v float64) int {
 		return 3
 	}
 	return 2
-}
-
-// pick returns a deterministic value in [lo, hi) for key.
-func pick(seed int64, key string, lo, hi float64) float64 {
-	u := float64(synth.Hash(seed, key, 0)>>11) / (1 << 53)
-	return lo + u*(hi-lo)
 }
 
 // displayName turns a dataset name such as "코스피 일별 지수" into the
@@ -57,7 +35,7 @@ func displayName(ds *registry.Dataset) string {
 // Known instruments: display names and typical levels. Anything else gets
 // a name from its dataset and a level from a hash of its code.
 var (
-	kisDomesticIndex = map[string]struct {
+	domesticIndex = map[string]struct {
 		name string
 		base float64
 	}{
@@ -65,7 +43,7 @@ var (
 		"0004": {"코스피 소형주", 2100}, "1001": {"코스닥", 800}, "2001": {"코스피 200", 330},
 		"1028": {"코스피 200", 330},
 	}
-	kisOverseas = map[string]struct {
+	overseas = map[string]struct {
 		name string
 		base float64
 	}{
@@ -98,28 +76,28 @@ func (in *instrument) bar(d synth.Day) synth.Bar {
 	return in.series.Bar(float64(d), float64(d)+1, int64(d))
 }
 
-// kisInstrument describes the instrument a KIS chart request asks for.
-func (s *Simulator) kisInstrument(trID, div, iscd string, ds *registry.Dataset) *instrument {
+// instrumentFor describes the instrument a KIS chart request asks for.
+func instrumentFor(seed int64, trID, div, iscd string, ds *registry.Dataset) *instrument {
 	key := "kis|" + trID + "|" + div + "|" + iscd
 	in := &instrument{name: displayName(ds), start: synth.Date(1990, 1, 3)}
 	var base, vol float64
 	switch trID {
 	case "FHKST03030100":
-		k, known := kisOverseas[iscd]
+		k, known := overseas[iscd]
 		in.cal, in.lag, in.hour = synth.Weekdays, 1, 7
 		if usIndexCodes[iscd] {
 			in.cal = synth.US
 		}
 		switch div {
 		case "X":
-			base, vol = pick(s.seed, key, 1, 1500), 0.005
+			base, vol = synth.Pick(seed, key, 1, 1500), 0.005
 		case "I":
-			base, vol = pick(s.seed, key, 1, 5), 0.015
+			base, vol = synth.Pick(seed, key, 1, 5), 0.015
 		case "S":
-			base, vol = pick(s.seed, key, 3, 3000), 0.015
+			base, vol = synth.Pick(seed, key, 3, 3000), 0.015
 			in.volBase = 150000
 		default:
-			base, vol = pick(s.seed, key, 500, 40000), 0.01
+			base, vol = synth.Pick(seed, key, 500, 40000), 0.01
 			in.volBase = 3e8
 		}
 		if known {
@@ -129,9 +107,9 @@ func (s *Simulator) kisInstrument(trID, div, iscd string, ds *registry.Dataset) 
 			}
 		}
 	default: // FHKUP03500100 and any other chart
-		k, known := kisDomesticIndex[iscd]
+		k, known := domesticIndex[iscd]
 		in.cal, in.lag, in.hour = synth.KRX, 0, 9
-		base, vol = pick(s.seed, key, 500, 3000), 0.01
+		base, vol = synth.Pick(seed, key, 500, 3000), 0.01
 		in.volBase, in.amtBase = 300000, 9e6
 		if known {
 			base = k.base
@@ -143,7 +121,7 @@ func (s *Simulator) kisInstrument(trID, div, iscd string, ds *registry.Dataset) 
 	if in.name == "" {
 		in.name = iscd
 	}
-	in.series = synth.NewSeries(s.seed, key, base, vol)
+	in.series = synth.NewSeries(seed, key, base, vol)
 	in.dec = decimalsFor(base)
 	if trID != "FHKST03030100" {
 		in.dec = 2
