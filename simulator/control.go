@@ -13,7 +13,8 @@ import (
 //	GET  /_sim/health             {"ok":true}
 //	GET  /_sim/stats              Stats
 //	GET  /_sim/faults             the injected faults
-//	POST /_sim/faults             replace them (a JSON list, or one object)
+//	POST /_sim/faults             replace them: a JSON list, one JSON object, or
+//	                              text, one --fault spec a line (ParseFault)
 //	DELETE /_sim/faults           remove them all
 //	POST /_sim/reset              Reset: windows, quotas, statistics, blocks
 //	GET  /_sim/credentials        the accepted test credentials by env-var name
@@ -67,13 +68,29 @@ func (s *Simulator) providerControl(w http.ResponseWriter, r *http.Request, path
 // WriteJSON answers a control request with v as indented JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
 
-// decodeFaults reads a JSON list of faults, or a single fault object.
+// decodeFaults reads a JSON list of faults, a single fault object, or
+// lines of --fault specs (a client that knows no Fault type, such as
+// connectortest, sends the flag's syntax); no line at all is no fault.
 func decodeFaults(body io.Reader) ([]Fault, error) {
 	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("reading faults: %w", err)
 	}
 	trimmed := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(trimmed, "{") && !strings.HasPrefix(trimmed, "[") {
+		var faults []Fault
+		for _, line := range strings.Split(trimmed, "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			f, err := ParseFault(line)
+			if err != nil {
+				return nil, err
+			}
+			faults = append(faults, f)
+		}
+		return faults, nil
+	}
 	dec := func(v any) error {
 		d := json.NewDecoder(strings.NewReader(trimmed))
 		d.DisallowUnknownFields()

@@ -80,3 +80,9 @@ func connectorOf(p *registry.Provider) string {
 	}
 	return p.ID
 }
+
+// Shaped returns a Registration.Credential giving every role n characters
+// of alphabet.
+func Shaped(alphabet string, n int) func(role, env string) string {
+	return func(_, env string) string { return FakeCredential(env, alphabet, n) }
+}

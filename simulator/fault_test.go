@@ -47,3 +47,18 @@ func faultEqual(a, b Fault) bool {
 	bj, _ := json.Marshal(b)
 	return string(aj) == string(bj)
 }
+
+// TestDecodeFaultSpecs: POST /_sim/faults also takes --fault specs, one a
+// line, so that a client without the Fault type can inject faults.
+func TestDecodeFaultSpecs(t *testing.T) {
+	got, err := decodeFaults(strings.NewReader("provider=kis,dataset=d,error-rate=1,error-status=502\n\n  provider=fred,down  \n"))
+	if err != nil || len(got) != 2 || got[0].ErrorStatus != 502 || got[0].Dataset != "d" || !got[1].Down || got[1].Provider != "fred" {
+		t.Fatalf("specs: %+v %v", got, err)
+	}
+	if got, err := decodeFaults(strings.NewReader("  \n")); err != nil || len(got) != 0 {
+		t.Errorf("no spec: %+v %v", got, err)
+	}
+	if _, err := decodeFaults(strings.NewReader("provider=kis\nprovider=kis,bogus=1")); err == nil || !strings.Contains(err.Error(), `unknown key "bogus"`) {
+		t.Errorf("a bad spec: %v", err)
+	}
+}

@@ -97,6 +97,12 @@ func TestFaultDownResetTruncate(t *testing.T) {
 	if r := h.Post("/_sim/faults", `{"provider":"fred","bogus":1}`); r.Status != 400 {
 		t.Errorf("unknown field accepted: %d", r.Status)
 	}
+	if r := h.Post("/_sim/faults", "provider=fred,truncate-after=40\nprovider=nope,down"); r.Status != 400 || !strings.Contains(string(r.Body), `provider \"nope\"`) {
+		t.Errorf("a spec for an unknown provider accepted: %d %s", r.Status, r.Body)
+	}
+	if r := h.Post("/_sim/faults", "provider=fred,truncate-after=40\n"); r.Status != 200 || !strings.Contains(string(r.Body), `"truncate_after": 40`) {
+		t.Errorf("a --fault spec: %d %s", r.Status, r.Body)
+	}
 	st := h.Stats().Providers["fred"].Faults
 	if st.Down != 1 || st.Resets < 1 || st.Truncated != 1 { // the client may retry a reset idempotent request
 		t.Errorf("fault stats %+v", st)

@@ -355,3 +355,14 @@ func BestDataset(cands []*registry.Dataset, prov string, q url.Values, accept fu
 	}
 	return best
 }
+
+// Index groups datasets by key (a path, a stat code, a series): a
+// provider's routing table.
+func Index(datasets []*registry.Dataset, key func(*registry.Dataset) string) map[string][]*registry.Dataset {
+	out := map[string][]*registry.Dataset{}
+	for _, ds := range datasets {
+		k := key(ds)
+		out[k] = append(out[k], ds)
+	}
+	return out
+}

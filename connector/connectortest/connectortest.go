@@ -1,9 +1,14 @@
 // Package connectortest helps test provider connectors: a registry with a
 // sample dataset for every provider, credentials that look like real ones
-// (so redaction is tested against realistic values), a captured slog
-// log to grep for secrets, and the pieces of the error-class tables every
-// connector runs against the simulator (a frozen clock, the Transient
-// faults, AssertClass).
+// (so redaction is tested against realistic values), a captured slog log
+// to grep for secrets, and the conformance suite every connector runs
+// against the simulator (Run with a provider's Suite table: error
+// classes, fetches whose rows are read with wire.Extract, probes,
+// throttling, and the provider's own cases). It does not import the
+// simulator: a provider's test file passes simulator/all.Handler, and
+// faults, statistics and credentials go through the simulator's control
+// API (POST /_sim/faults with --fault specs, GET /_sim/stats,
+// GET /_sim/credentials).
 package connectortest
 
 import (
@@ -114,7 +119,12 @@ type Log struct {
 // NewLog returns a capture and a debug-level logger writing to it as JSON.
 func NewLog() (*Log, *slog.Logger) {
 	l := &Log{}
-	return l, slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return l, l.Logger()
+}
+
+// Logger returns a debug-level logger writing to the capture as JSON.
+func (l *Log) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Write appends to the capture.

@@ -550,4 +550,3 @@ func TestTokenKey(t *testing.T) {
 	}
 }
 
-func asErr(err error, e **connector.Error) bool { return errors.As(err, e) }

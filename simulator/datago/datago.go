@@ -49,10 +49,10 @@ type provider struct {
 }
 
 func newProvider(h *simulator.Host) (simulator.Provider, error) {
-	p := &provider{h: h, routes: map[string][]*registry.Dataset{}, dirs: map[string]bool{}}
-	for _, ds := range h.Datasets() {
-		p.routes[ds.Request.Path] = append(p.routes[ds.Request.Path], ds)
-		p.dirs[pathDir(ds.Request.Path)] = true
+	p := &provider{h: h, dirs: map[string]bool{},
+		routes: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.Path })}
+	for path := range p.routes {
+		p.dirs[pathDir(path)] = true
 	}
 	p.serve, p.serveUnknown = p.operation, p.unknown
 	return p, nil

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -237,55 +236,29 @@ func TestDatagoDailyQuotaResetsAtSeoulMidnight(t *testing.T) {
 	}
 }
 
-// TestEveryDefaultDataset asks the simulator, loaded with the embedded
-// default registry, for every data.go.kr dataset the way the connector
-// would and checks that each answers with data.
+// TestEveryDefaultDataset asks for every data.go.kr dataset of the
+// default registry the way the connector would: each answers with data.
 func TestEveryDefaultDataset(t *testing.T) {
-	reg, err := registry.Default(registry.Options{})
-	if err != nil {
-		t.Fatalf("loading default registry: %v", err)
-	}
-	h := simtest.New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e9 })
 	from := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC) // a Monday, published by 11 March 14:30 KST
-	n := 0
-	for _, ds := range reg.DatasetsOf("datago") {
-		h.Clock.Advance(3 * time.Second) // the 2 s minimum interval is not scaled away entirely
-		p := reg.Provider(ds.Provider)
+	simtest.EveryDefaultDataset(t, "datago", 4, func(h *simtest.Harness, ds *registry.Dataset) (bool, simtest.Response) {
 		q := url.Values{}
 		for _, prm := range ds.Request.ExpandParams(from, from) { // basDt={from} must be a business day
 			q.Set(prm.Name, prm.Value)
 		}
-		q.Set(p.Auth.Param, h.Creds[p.Auth.Credentials["service_key"]])
+		q.Set("serviceKey", h.Creds["DATAGO_SERVICE_KEY"])
 		r := h.Get(ds.Request.Path+"?"+q.Encode(), nil)
-		var ok bool
 		if ds.Request.Format == "json" && strings.HasPrefix(string(r.Body), "{") {
 			var ans datagoAnswer
 			simtest.MustJSON(t, r.Body, &ans)
-			ok = isSuccessCode(ans.Response.Header.ResultCode) && ans.Response.Body.TotalCount > 0
-		} else {
-			ok = strings.Contains(string(r.Body), "<resultCode>") && !strings.Contains(string(r.Body), "OpenAPI_ServiceResponse")
+			return isSuccessCode(ans.Response.Header.ResultCode) && ans.Response.Body.TotalCount > 0, r
 		}
-		if !ok {
-			t.Errorf("%s: %d %s", ds.ID, r.Status, simtest.Truncate(r.Body))
-		}
-		n++
-	}
-	if n < 4 {
-		t.Errorf("%d data.go.kr datasets served, want at least the default registry's 4", n)
-	}
-	for id, s := range h.Stats().Scopes {
-		if s.Violations != 0 {
-			t.Errorf("%s: %d violations", id, s.Violations)
-		}
-	}
+		return strings.Contains(string(r.Body), "<resultCode>") && !strings.Contains(string(r.Body), "OpenAPI_ServiceResponse"), r
+	})
 }
 
 func TestTestCredentialsShapes(t *testing.T) {
-	k := simulator.TestCredentials(simtest.Fixture(t))["DATAGO_SERVICE_KEY"]
-	if re := regexp.MustCompile(`^[A-Za-z0-9+/]{86}==$`); !re.MatchString(k) {
-		t.Errorf("DATAGO_SERVICE_KEY = %q does not match %s", k, re)
-	}
-	if !strings.Contains(k, "+") || !strings.Contains(k, "/") {
+	simtest.AssertCredentialShapes(t, map[string]string{"DATAGO_SERVICE_KEY": `^[A-Za-z0-9+/]{86}==$`})
+	if k := simulator.TestCredentials(simtest.Fixture(t))["DATAGO_SERVICE_KEY"]; !strings.Contains(k, "+") || !strings.Contains(k, "/") {
 		t.Errorf("service key %q lacks + or /: it would not exercise encoding", k)
 	}
 }

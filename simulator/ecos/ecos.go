@@ -21,13 +21,9 @@ import (
 )
 
 func init() {
-	simulator.Register(simulator.Registration{Connector: "ecos", New: newProvider, Credential: credential})
-}
-
-// credential shapes the test key like a real one: 20 upper-case letters
-// and digits.
-func credential(_, env string) string {
-	return simulator.FakeCredential(env, simulator.AlnumUpper, 20)
+	// The test key is shaped like a real one: 20 upper-case letters and
+	// digits.
+	simulator.Register(simulator.Registration{Connector: "ecos", New: newProvider, Credential: simulator.Shaped(simulator.AlnumUpper, 20)})
 }
 
 const (
@@ -43,10 +39,7 @@ type provider struct {
 }
 
 func newProvider(h *simulator.Host) (simulator.Provider, error) {
-	p := &provider{h: h, stats: map[string][]*registry.Dataset{}}
-	for _, ds := range h.Datasets() {
-		p.stats[ds.Request.StatCode] = append(p.stats[ds.Request.StatCode], ds)
-	}
+	p := &provider{h: h, stats: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.StatCode })}
 	p.serve = p.statisticSearch
 	return p, nil
 }

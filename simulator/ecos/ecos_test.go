@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/registry"
-	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/simulator/simtest"
 	"github.com/sluicehq/sluice/simulator/synth"
 )
@@ -194,43 +191,20 @@ func ecosRange(cycle string) (string, string) {
 	return "20250101", "20250310"
 }
 
-// TestEveryDefaultDataset asks the simulator, loaded with the embedded
-// default registry, for every ECOS dataset the way the connector would and
-// checks that each answers with data.
+// TestEveryDefaultDataset asks for every ECOS dataset of the default
+// registry the way the connector would: each answers with data.
 func TestEveryDefaultDataset(t *testing.T) {
-	reg, err := registry.Default(registry.Options{})
-	if err != nil {
-		t.Fatalf("loading default registry: %v", err)
-	}
-	h := simtest.New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e9 })
-	n := 0
-	for _, ds := range reg.DatasetsOf("ecos") {
-		h.Clock.Advance(3 * time.Second)
+	simtest.EveryDefaultDataset(t, "ecos", 80, func(h *simtest.Harness, ds *registry.Dataset) (bool, simtest.Response) {
 		a, b := ecosRange(ds.Request.Cycle)
-		items := strings.Join(ds.Request.Items, "/")
-		r := ecosGet(h, "json/kr/1/1000/"+ds.Request.StatCode+"/"+ds.Request.Cycle+"/"+a+"/"+b+"/"+items)
+		r := ecosGet(h, "json/kr/1/1000/"+ds.Request.StatCode+"/"+ds.Request.Cycle+"/"+a+"/"+b+"/"+strings.Join(ds.Request.Items, "/"))
 		var ans ecosAnswer
 		simtest.MustJSON(t, r.Body, &ans)
-		if len(ans.StatisticSearch.Row) == 0 {
-			t.Errorf("%s: %d %s", ds.ID, r.Status, simtest.Truncate(r.Body))
-		}
-		n++
-	}
-	if n < 80 {
-		t.Errorf("%d ECOS datasets served, want the default registry's 80", n)
-	}
-	for id, s := range h.Stats().Scopes {
-		if s.Violations != 0 {
-			t.Errorf("%s: %d violations", id, s.Violations)
-		}
-	}
+		return len(ans.StatisticSearch.Row) > 0, r
+	})
 }
 
 func TestTestCredentialsShapes(t *testing.T) {
-	creds := simulator.TestCredentials(simtest.Fixture(t))
-	if re := regexp.MustCompile(`^[A-Z0-9]{20}$`); !re.MatchString(creds["ECOS_API_KEY"]) {
-		t.Errorf("ECOS_API_KEY = %q does not match %s", creds["ECOS_API_KEY"], re)
-	}
+	simtest.AssertCredentialShapes(t, map[string]string{"ECOS_API_KEY": `^[A-Z0-9]{20}$`})
 }
 
 func TestSameRequestSameBytes(t *testing.T) {

@@ -19,13 +19,9 @@ import (
 )
 
 func init() {
-	simulator.Register(simulator.Registration{Connector: "fred", New: newProvider, Credential: credential})
-}
-
-// credential shapes the test key like a real one: 32 lower-case letters
-// and digits.
-func credential(_, env string) string {
-	return simulator.FakeCredential(env, simulator.AlnumLower, 32)
+	// The test key is shaped like a real one: 32 lower-case letters and
+	// digits (anything else is refused).
+	simulator.Register(simulator.Registration{Connector: "fred", New: newProvider, Credential: simulator.Shaped(simulator.AlnumLower, 32)})
 }
 
 const observationsPath = "/fred/series/observations"
@@ -38,10 +34,7 @@ type provider struct {
 }
 
 func newProvider(h *simulator.Host) (simulator.Provider, error) {
-	p := &provider{h: h, series: map[string][]*registry.Dataset{}}
-	for _, ds := range h.Datasets() {
-		p.series[ds.Request.SeriesID] = append(p.series[ds.Request.SeriesID], ds)
-	}
+	p := &provider{h: h, series: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.SeriesID })}
 	p.serve = p.observations
 	return p, nil
 }

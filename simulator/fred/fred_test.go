@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -154,42 +153,19 @@ func TestFREDRateLimit(t *testing.T) {
 	}
 }
 
-// TestEveryDefaultDataset asks the simulator, loaded with the embedded
-// default registry, for every FRED dataset the way the connector would and
-// checks that each answers with data.
+// TestEveryDefaultDataset asks for every FRED dataset of the default
+// registry the way the connector would: each answers with data.
 func TestEveryDefaultDataset(t *testing.T) {
-	reg, err := registry.Default(registry.Options{})
-	if err != nil {
-		t.Fatalf("loading default registry: %v", err)
-	}
-	h := simtest.New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e9 })
-	n := 0
-	for _, ds := range reg.DatasetsOf("fred") {
-		h.Clock.Advance(3 * time.Second)
-		p := reg.Provider(ds.Provider)
-		r := h.Get("/fred/series/observations?file_type=json&observation_start=2024-01-01&series_id="+ds.Request.SeriesID+"&api_key="+h.Creds[p.Auth.Credentials["api_key"]], nil)
+	simtest.EveryDefaultDataset(t, "fred", 4, func(h *simtest.Harness, ds *registry.Dataset) (bool, simtest.Response) {
+		r := h.Get("/fred/series/observations?file_type=json&observation_start=2024-01-01&series_id="+ds.Request.SeriesID+"&api_key="+h.Creds["FRED_API_KEY"], nil)
 		var ans fredAnswer
 		simtest.MustJSON(t, r.Body, &ans)
-		if len(ans.Observations) == 0 {
-			t.Errorf("%s: %d %s", ds.ID, r.Status, simtest.Truncate(r.Body))
-		}
-		n++
-	}
-	if n < 4 {
-		t.Errorf("%d FRED datasets served, want the default registry's 4", n)
-	}
-	for id, s := range h.Stats().Scopes {
-		if s.Violations != 0 {
-			t.Errorf("%s: %d violations", id, s.Violations)
-		}
-	}
+		return len(ans.Observations) > 0, r
+	})
 }
 
 func TestTestCredentialsShapes(t *testing.T) {
-	creds := simulator.TestCredentials(simtest.Fixture(t))
-	if re := regexp.MustCompile(`^[a-z0-9]{32}$`); !re.MatchString(creds["FRED_API_KEY"]) {
-		t.Errorf("FRED_API_KEY = %q does not match %s", creds["FRED_API_KEY"], re)
-	}
+	simtest.AssertCredentialShapes(t, map[string]string{"FRED_API_KEY": `^[a-z0-9]{32}$`})
 }
 
 func TestSameRequestSameBytes(t *testing.T) {

@@ -65,11 +65,8 @@ type provider struct {
 }
 
 func newProvider(h *simulator.Host) (simulator.Provider, error) {
-	p := &provider{h: h, routes: map[string][]*registry.Dataset{}, tokens: map[string]*token{},
-		current: map[*simulator.Instance]*token{}, cursors: map[string]int{}}
-	for _, ds := range h.Datasets() {
-		p.routes[ds.Request.Path] = append(p.routes[ds.Request.Path], ds)
-	}
+	p := &provider{h: h, tokens: map[string]*token{}, current: map[*simulator.Instance]*token{}, cursors: map[string]int{},
+		routes: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.Path })}
 	p.serveToken, p.serveRevoke, p.serveData = p.tokenP, p.revokeP, p.data
 	return p, nil
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -460,20 +459,15 @@ func TestCompressionIsRealistic(t *testing.T) {
 	}
 }
 
-// TestEveryDefaultDataset asks the simulator, loaded with the embedded
-// default registry, for every KIS dataset the way the connector would and
-// checks that each answers with data.
+// TestEveryDefaultDataset asks for every KIS dataset of the default
+// registry the way the connector would: each answers with data.
 func TestEveryDefaultDataset(t *testing.T) {
-	reg, err := registry.Default(registry.Options{})
-	if err != nil {
-		t.Fatalf("loading default registry: %v", err)
-	}
-	h := simtest.New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e9 })
-	tok := kisToken(h)
 	from := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC) // a Monday, published by 11 March 14:30 KST
-	n := 0
-	for _, ds := range reg.DatasetsOf("kis") {
-		h.Clock.Advance(3 * time.Second)
+	var tok string
+	simtest.EveryDefaultDataset(t, "kis", 100, func(h *simtest.Harness, ds *registry.Dataset) (bool, simtest.Response) {
+		if tok == "" {
+			tok = kisToken(h)
+		}
 		q := url.Values{}
 		for _, prm := range ds.Request.ExpandParams(from.AddDate(0, 0, -30), from) {
 			q.Set(prm.Name, prm.Value)
@@ -481,31 +475,12 @@ func TestEveryDefaultDataset(t *testing.T) {
 		r := h.Get(ds.Request.Path+"?"+q.Encode(), kisHeaders(h, tok, ds.Request.TrID))
 		var env kisEnvelope
 		simtest.MustJSON(t, r.Body, &env)
-		if env.RtCd != "0" || len(env.Output2) == 0 {
-			t.Errorf("%s: %d %s", ds.ID, r.Status, simtest.Truncate(r.Body))
-		}
-		n++
-	}
-	if n < 100 {
-		t.Errorf("%d KIS datasets served, want the default registry's 100", n)
-	}
-	for id, s := range h.Stats().Scopes {
-		if s.Violations != 0 {
-			t.Errorf("%s: %d violations", id, s.Violations)
-		}
-	}
+		return env.RtCd == "0" && len(env.Output2) > 0, r
+	})
 }
 
 func TestTestCredentialsShapes(t *testing.T) {
-	creds := simulator.TestCredentials(simtest.Fixture(t))
-	for env, re := range map[string]*regexp.Regexp{
-		"KIS_APP_KEY":    regexp.MustCompile(`^PS[A-Za-z0-9]{34}$`),
-		"KIS_APP_SECRET": regexp.MustCompile(`^[A-Za-z0-9+/]{180}$`),
-	} {
-		if !re.MatchString(creds[env]) {
-			t.Errorf("%s = %q does not match %s", env, creds[env], re)
-		}
-	}
+	simtest.AssertCredentialShapes(t, map[string]string{"KIS_APP_KEY": `^PS[A-Za-z0-9]{34}$`, "KIS_APP_SECRET": `^[A-Za-z0-9+/]{180}$`})
 }
 
 func TestSameRequestSameBytes(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -273,6 +274,51 @@ func AssertDeterministic(t *testing.T, sample func(h *Harness) map[string][]byte
 	for _, k := range differ {
 		if bytes.Equal(a[k], c[k]) {
 			t.Errorf("%s: a different seed gave the same bytes", k)
+		}
+	}
+}
+
+// EveryDefaultDataset asks a simulator of the embedded default registry
+// for every dataset of a connector, once each, with ask (which returns
+// whether the answer holds data, and the answer for the message), a few
+// seconds apart on the harness clock; at least atLeast datasets must be
+// asked, and no scope may record a violation.
+func EveryDefaultDataset(t *testing.T, connector string, atLeast int, ask func(h *Harness, ds *registry.Dataset) (bool, Response)) {
+	t.Helper()
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatalf("loading default registry: %v", err)
+	}
+	h := New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e9 })
+	n := 0
+	for _, ds := range reg.Datasets {
+		if p := reg.Provider(ds.Provider); p.Connector != connector && (p.Connector != "" || p.ID != connector) {
+			continue
+		}
+		h.Clock.Advance(3 * time.Second) // data.go.kr's 2 s minimum interval is not scaled away entirely
+		if ok, r := ask(h, ds); !ok {
+			t.Errorf("%s: %d %s", ds.ID, r.Status, Truncate(r.Body))
+		}
+		n++
+	}
+	if n < atLeast {
+		t.Errorf("%d %s datasets asked, want at least %d", n, connector, atLeast)
+	}
+	for id, s := range h.Stats().Scopes {
+		if s.Violations != 0 {
+			t.Errorf("%s: %d violations", id, s.Violations)
+		}
+	}
+}
+
+// AssertCredentialShapes checks the fixture's test credentials against a
+// pattern per environment variable.
+func AssertCredentialShapes(t *testing.T, shapes map[string]string) {
+	t.Helper()
+	creds := simulator.TestCredentials(Fixture(t))
+	for env, pattern := range shapes {
+		if !regexp.MustCompile(pattern).MatchString(creds[env]) {
+			t.Errorf("%s = %q does not match %s", env, creds[env], pattern)
 		}
 	}
 }

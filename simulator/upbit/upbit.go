@@ -30,12 +30,8 @@ import (
 )
 
 func init() {
-	simulator.Register(simulator.Registration{Connector: "upbit", New: newProvider, Credential: credential})
-}
-
-// credential shapes the test keys like real ones: 40 letters and digits.
-func credential(_, env string) string {
-	return simulator.FakeCredential(env, simulator.AlnumMixed, 40)
+	// The test keys are shaped like real ones: 40 letters and digits.
+	simulator.Register(simulator.Registration{Connector: "upbit", New: newProvider, Credential: simulator.Shaped(simulator.AlnumMixed, 40)})
 }
 
 const ctJSON = "application/json;charset=UTF-8"
@@ -52,10 +48,8 @@ type provider struct {
 }
 
 func newProvider(h *simulator.Host) (simulator.Provider, error) {
-	p := &provider{h: h, markets: map[string][]*registry.Dataset{}, nonces: map[string]struct{}{}}
-	for _, ds := range h.Datasets() {
-		p.markets[ds.Request.Market] = append(p.markets[ds.Request.Market], ds)
-	}
+	p := &provider{h: h, nonces: map[string]struct{}{},
+		markets: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.Market })}
 	p.serveCandles, p.serveExchange = p.candlesReply, p.exchange
 	return p, nil
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -211,18 +210,10 @@ func TestUpbitExchangeJWT(t *testing.T) {
 	}
 }
 
-// TestEveryDefaultDataset asks the simulator, loaded with the embedded
-// default registry, for every UPBIT dataset the way the connector would
-// and checks that each answers with data.
+// TestEveryDefaultDataset asks for every UPBIT dataset of the default
+// registry the way the connector would: each answers with data.
 func TestEveryDefaultDataset(t *testing.T) {
-	reg, err := registry.Default(registry.Options{})
-	if err != nil {
-		t.Fatalf("loading default registry: %v", err)
-	}
-	h := simtest.New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e9 })
-	n := 0
-	for _, ds := range reg.DatasetsOf("upbit") {
-		h.Clock.Advance(3 * time.Second)
+	simtest.EveryDefaultDataset(t, "upbit", 5, func(h *simtest.Harness, ds *registry.Dataset) (bool, simtest.Response) {
 		path := ds.Request.Path
 		if path == "" {
 			path = "/v1/candles/days"
@@ -230,30 +221,13 @@ func TestEveryDefaultDataset(t *testing.T) {
 		r := h.Get(path+"?count=10&market="+ds.Request.Market, nil)
 		var cs []json.RawMessage
 		simtest.MustJSON(t, r.Body, &cs)
-		if len(cs) != 10 {
-			t.Errorf("%s: %d %s", ds.ID, r.Status, simtest.Truncate(r.Body))
-		}
-		n++
-	}
-	if n < 5 {
-		t.Errorf("%d UPBIT datasets served, want the default registry's 5", n)
-	}
-	for id, s := range h.Stats().Scopes {
-		if s.Violations != 0 {
-			t.Errorf("%s: %d violations", id, s.Violations)
-		}
-	}
+		return len(cs) == 10, r
+	})
 }
 
 func TestTestCredentialsShapes(t *testing.T) {
-	creds := simulator.TestCredentials(simtest.Fixture(t))
-	re := regexp.MustCompile(`^[A-Za-z0-9]{40}$`)
-	for _, env := range []string{"UPBIT_ACCESS_KEY", "UPBIT_SECRET_KEY"} {
-		if !re.MatchString(creds[env]) {
-			t.Errorf("%s = %q does not match %s", env, creds[env], re)
-		}
-	}
-	if creds["UPBIT_ACCESS_KEY"] == creds["UPBIT_SECRET_KEY"] {
+	simtest.AssertCredentialShapes(t, map[string]string{"UPBIT_ACCESS_KEY": `^[A-Za-z0-9]{40}$`, "UPBIT_SECRET_KEY": `^[A-Za-z0-9]{40}$`})
+	if creds := simulator.TestCredentials(simtest.Fixture(t)); creds["UPBIT_ACCESS_KEY"] == creds["UPBIT_SECRET_KEY"] {
 		t.Error("access and secret key are equal")
 	}
 }
