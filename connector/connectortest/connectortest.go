@@ -51,26 +51,42 @@ func Registry(t testing.TB) *registry.Registry {
 // sample datasets; a test can lower a declared limit this way.
 func RegistryWith(t testing.TB, replacements ...string) *registry.Registry {
 	t.Helper()
+	return load(t, datasetsFS, "datasets", replacements)
+}
+
+// DefaultRegistryWith loads the default registry, providers.yaml edited as
+// RegistryWith does, with its own datasets: a provider's conformance suite
+// can run on the datasets the registry ships (lowering a limit there must
+// still pass the budget gate).
+func DefaultRegistryWith(t testing.TB, replacements ...string) *registry.Registry {
+	t.Helper()
+	return load(t, registry.DefaultFS(), "datasets", replacements)
+}
+
+// load loads the default providers.yaml, edited, with the datasets of dir
+// in fsys.
+func load(t testing.TB, fsys fs.FS, dir string, replacements []string) *registry.Registry {
+	t.Helper()
 	providers, err := fs.ReadFile(registry.DefaultFS(), "providers.yaml")
 	if err != nil {
 		t.Fatalf("reading default providers.yaml: %v", err)
 	}
 	if len(replacements)%2 != 0 {
-		t.Fatalf("RegistryWith: %d replacement strings, want pairs", len(replacements))
+		t.Fatalf("registry edits: %d replacement strings, want pairs", len(replacements))
 	}
 	for i := 0; i < len(replacements); i += 2 {
 		if !bytes.Contains(providers, []byte(replacements[i])) {
-			t.Fatalf("RegistryWith: providers.yaml does not contain %q", replacements[i])
+			t.Fatalf("registry edits: providers.yaml does not contain %q", replacements[i])
 		}
 		providers = bytes.Replace(providers, []byte(replacements[i]), []byte(replacements[i+1]), 1)
 	}
 	m := fstest.MapFS{"providers.yaml": {Data: providers}}
-	entries, err := fs.ReadDir(datasetsFS, "datasets")
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		t.Fatalf("reading sample datasets: %v", err)
+		t.Fatalf("reading datasets: %v", err)
 	}
 	for _, e := range entries {
-		data, err := fs.ReadFile(datasetsFS, "datasets/"+e.Name())
+		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
 		if err != nil {
 			t.Fatalf("reading sample dataset %s: %v", e.Name(), err)
 		}
@@ -80,7 +96,7 @@ func RegistryWith(t testing.TB, replacements ...string) *registry.Registry {
 		return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	}})
 	if err != nil {
-		t.Fatalf("loading the sample registry: %v", err)
+		t.Fatalf("loading the registry: %v", err)
 	}
 	return reg
 }

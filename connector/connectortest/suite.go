@@ -35,6 +35,11 @@ type Suite struct {
 	Provider string
 	// Simulator builds the simulator (simulator/all.Handler).
 	Simulator Simulator
+	// Registry loads the registry every case runs on, with providers.yaml
+	// edited by the pairs of old and new strings (Limits for the class
+	// cases); nil means RegistryWith, the default providers with the
+	// sample datasets. DefaultRegistryWith runs on the default datasets.
+	Registry func(t testing.TB, edits ...string) *registry.Registry
 	// Dataset is the sample dataset the cases ask for unless they name
 	// another.
 	Dataset string
@@ -202,9 +207,18 @@ func Run(t *testing.T, s Suite) {
 			if clock == nil {
 				clock = FrozenClock
 			}
-			c.Run(t, s.NewEnv(t, Registry(t), clock, c.RateScale, nil))
+			c.Run(t, s.NewEnv(t, s.registry(t), clock, c.RateScale, nil))
 		})
 	}
+}
+
+// registry loads the suite's registry.
+func (s *Suite) registry(t testing.TB, edits ...string) *registry.Registry {
+	t.Helper()
+	if s.Registry != nil {
+		return s.Registry(t, edits...)
+	}
+	return RegistryWith(t, edits...)
 }
 
 // classCases are the suite's class cases and the Transient faults every
@@ -352,7 +366,7 @@ func (s *Suite) runClass(t *testing.T, c ClassCase) {
 	if clock == nil {
 		clock = FrozenClock
 	}
-	e := s.NewEnv(t, RegistryWith(t, s.Limits...), clock, 0, c.Creds)
+	e := s.NewEnv(t, s.registry(t, s.Limits...), clock, 0, c.Creds)
 	if len(c.Faults) > 0 {
 		e.SetFaults(c.Faults...)
 	}
@@ -403,7 +417,7 @@ func classOrSuccess(c connector.Class) string {
 }
 
 func (s *Suite) runFetch(t *testing.T, c FetchCase) {
-	e := s.NewEnv(t, Registry(t), SteppingClock(3*time.Second), 0, nil)
+	e := s.NewEnv(t, s.registry(t), SteppingClock(3*time.Second), 0, nil)
 	ds := e.Registry.Dataset(s.Dataset)
 	if c.Dataset != nil {
 		ds = c.Dataset(e.Registry)
@@ -505,7 +519,7 @@ func checkRows(t *testing.T, facts wire.Rows, rows []wire.Row, c FetchCase) {
 }
 
 func (s *Suite) runProbes(t *testing.T) {
-	e := s.NewEnv(t, Registry(t), SteppingClock(3*time.Second), 0, nil)
+	e := s.NewEnv(t, s.registry(t), SteppingClock(3*time.Second), 0, nil)
 	conn := e.Connector()
 	for _, id := range s.Probes {
 		if err := conn.Probe(context.Background(), e.Registry.Dataset(id)); err != nil {
@@ -516,7 +530,7 @@ func (s *Suite) runProbes(t *testing.T) {
 }
 
 func (s *Suite) runThrottle(t *testing.T, c ThrottleCase) {
-	e := s.NewEnv(t, Registry(t), FrozenClock, c.RateScale, nil)
+	e := s.NewEnv(t, s.registry(t), FrozenClock, c.RateScale, nil)
 	conn := e.Connector()
 	jan := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
 	req := e.Request(nil, jan, jan.AddDate(0, 0, 1))

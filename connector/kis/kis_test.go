@@ -549,4 +549,3 @@ func TestTokenKey(t *testing.T) {
 		t.Errorf("TokenKey: %s %s", a, b)
 	}
 }
-
