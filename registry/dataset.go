@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Dataset is one endpoint Sluice ingests and probes: which provider serves
@@ -27,9 +29,18 @@ type Dataset struct {
 	// provider's terms with the override applied.
 	TermsOverride Terms
 	Terms         Terms
-	Pos           Pos
+	// RowsOverride is what the dataset file's rows block declares: row
+	// facts that differ from its connector's (a data.go.kr service whose
+	// rows are dated by another field).
+	RowsOverride wire.Override
+	// Wire holds the wire facts of the dataset's connector resolved for
+	// it (cycle, page size, row facts with RowsOverride applied): what a
+	// planner and a watch read. Nil when the dataset declares no request
+	// or its connector is not linked into the program (see wire.Register).
+	Wire *wire.Facts
+	Pos  Pos
 
-	providerPos, scopeKeyPos Pos
+	providerPos, scopeKeyPos, rowsPos Pos
 }
 
 // UnassignedScopeKey is the scope key of the datasets of a per-service
@@ -88,9 +99,10 @@ type Request struct {
 	Format   string   // json (default) or xml: the format asked of the provider
 	PageSize int      // rows per call where the provider pages (ECOS, data.go.kr); 0 = connector default
 
-	fields  map[string]int // the fields the file declared, with their lines
-	reqPos  Pos
-	present bool
+	fields     map[string]int // the fields the file declared, with their lines
+	paramLines map[string]int // the lines of the params
+	reqPos     Pos
+	present    bool
 }
 
 // Param is one query parameter.
@@ -127,15 +139,3 @@ func (r Request) ExpandParams(from, to time.Time) []Param {
 	}
 	return out
 }
-
-// connectorFields lists, per connector, which request fields it requires
-// and which it accepts. Connectors not listed accept any field.
-var connectorFields = map[string]struct{ required, allowed []string }{
-	"kis":    {required: []string{"path", "tr_id"}, allowed: []string{"method", "path", "tr_id", "params", "format"}},
-	"ecos":   {required: []string{"stat_code", "cycle"}, allowed: []string{"stat_code", "cycle", "items", "format", "page_size"}},
-	"fred":   {required: []string{"series_id"}, allowed: []string{"series_id", "params", "format"}},
-	"upbit":  {required: []string{"market"}, allowed: []string{"path", "market", "params"}},
-	"datago": {required: []string{"path"}, allowed: []string{"method", "path", "params", "format", "page_size"}},
-}
-
-var ecosCycles = []string{"A", "S", "Q", "M", "SM", "D"}

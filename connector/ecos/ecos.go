@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	connector.Register("ecos", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }

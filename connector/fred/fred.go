@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	connector.Register("fred", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }
