@@ -36,7 +36,7 @@ func BenchmarkCompress(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				out.Reset()
-				if _, _, err := c.stream(context.Background(), &out, bytes.NewReader(p.body)); err != nil {
+				if _, _, err := c.stream(context.Background(), &out, bytes.NewReader(p.body), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

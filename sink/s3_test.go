@@ -199,7 +199,7 @@ func TestS3ForeignObjectsListWithoutMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.comp.stream(ctx, &zst, strings.NewReader("hello")); err != nil {
+	if _, _, err := l.comp.stream(ctx, &zst, strings.NewReader("hello"), nil); err != nil {
 		t.Fatal(err)
 	}
 	k := "provider=x/job=y/year=2025/y_20250101.json.zst"
