@@ -83,11 +83,24 @@ type Request struct {
 	Market   string   // UPBIT market, e.g. KRW-BTC
 	Format   string   // json (default) or xml: the format asked of the provider
 	PageSize int      // rows per call where the provider pages (ECOS, data.go.kr); 0 = connector default
+	// Paging is PagingAll (the default: an ingest follows every page the
+	// provider announces) or PagingFirstPage (the dataset is by design
+	// the first page of a longer list, such as the newest 100 entries).
+	Paging string
 
 	fields  map[string]int // the fields the file declared, with their lines
 	reqPos  Pos
 	present bool
 }
+
+// Paging values of a dataset's request.paging.
+const (
+	PagingAll       = "all"
+	PagingFirstPage = "first_page"
+)
+
+// FirstPageOnly reports whether the dataset declares paging: first_page.
+func (r Request) FirstPageOnly() bool { return r.Paging == PagingFirstPage }
 
 // Param is one query parameter.
 type Param struct {
@@ -127,11 +140,11 @@ func (r Request) ExpandParams(from, to time.Time) []Param {
 // connectorFields lists, per connector, which request fields it requires
 // and which it accepts. Connectors not listed accept any field.
 var connectorFields = map[string]struct{ required, allowed []string }{
-	"kis":    {required: []string{"path", "tr_id"}, allowed: []string{"method", "path", "tr_id", "params", "format"}},
-	"ecos":   {required: []string{"stat_code", "cycle"}, allowed: []string{"stat_code", "cycle", "items", "format", "page_size"}},
-	"fred":   {required: []string{"series_id"}, allowed: []string{"series_id", "params", "format"}},
-	"upbit":  {required: []string{"market"}, allowed: []string{"path", "market", "params"}},
-	"datago": {required: []string{"path"}, allowed: []string{"method", "path", "params", "format", "page_size"}},
+	"kis":    {required: []string{"path", "tr_id"}, allowed: []string{"method", "path", "tr_id", "params", "format", "paging"}},
+	"ecos":   {required: []string{"stat_code", "cycle"}, allowed: []string{"stat_code", "cycle", "items", "format", "page_size", "paging"}},
+	"fred":   {required: []string{"series_id"}, allowed: []string{"series_id", "params", "format", "paging"}},
+	"upbit":  {required: []string{"market"}, allowed: []string{"path", "market", "params", "paging"}},
+	"datago": {required: []string{"path"}, allowed: []string{"method", "path", "params", "format", "page_size", "paging"}},
 }
 
 var ecosCycles = []string{"A", "S", "Q", "M", "SM", "D"}

@@ -195,7 +195,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "request field the connector does not use",
 			providers: baseProviders,
 			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n  tr_id: FHKUP03500100\n  series_id: DGS10\n"},
-			want:      []string{`registry/datasets/k.yaml:6: request.series_id: field "series_id" is not used by the kis connector (it uses: method, path, tr_id, params, format)`},
+			want:      []string{`registry/datasets/k.yaml:6: request.series_id: field "series_id" is not used by the kis connector (it uses: method, path, tr_id, params, format, paging)`},
 		},
 		{
 			name:      "request missing a required field",
