@@ -94,7 +94,14 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, new
 			q = append(q, p)
 		}
 	}
+	// A limit the dataset declares is its page size: later pages' offsets
+	// count in it.
 	limit := maxLimit
+	if v, ok := r.Param("limit"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxLimit {
+			limit = n
+		}
+	}
 	if req.Limit > 0 {
 		limit = min(req.Limit, maxLimit)
 		q = append(q, registry.Param{Name: "limit", Value: strconv.Itoa(limit)})
