@@ -28,23 +28,23 @@ type IngestInput struct {
 
 // IngestResult is the metadata of one ingested object. No payload.
 type IngestResult struct {
-	Dataset         string        `json:"dataset"`
-	Provider        string        `json:"provider"`
-	Key             string        `json:"key,omitempty"`
-	RawBytes        int64         `json:"raw_bytes"`
-	CompressedBytes int64         `json:"compressed_bytes"`
-	SHA256          string        `json:"sha256,omitempty"` // of the raw bytes of every page back to back
+	Dataset         string `json:"dataset"`
+	Provider        string `json:"provider"`
+	Key             string `json:"key,omitempty"`
+	RawBytes        int64  `json:"raw_bytes"`
+	CompressedBytes int64  `json:"compressed_bytes"`
+	SHA256          string `json:"sha256,omitempty"` // of the raw bytes of every page back to back
 	// Pages is how many provider pages (calls) the object holds; 0 with
 	// NoData.
 	Pages int `json:"pages"`
 	// MorePages reports that the provider announced further pages the
 	// dataset declines (request.paging: first_page).
-	MorePages bool `json:"more_pages,omitempty"`
-	Skipped         bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
-	NoData          bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
-	Duration        time.Duration `json:"duration"`          // this attempt
-	Attempt         int32         `json:"attempt"`           // 1 on the first try
-	SourceURL       string        `json:"source_url,omitempty"`
+	MorePages bool          `json:"more_pages,omitempty"`
+	Skipped   bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
+	NoData    bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
+	Duration  time.Duration `json:"duration"`          // this attempt
+	Attempt   int32         `json:"attempt"`           // 1 on the first try
+	SourceURL string        `json:"source_url,omitempty"`
 }
 
 // Error types of the application errors the activities return: the
