@@ -462,7 +462,7 @@ func (l *Local) pages(f *os.File, key string) ([]Page, record, int64, error) {
 		return singlePage(rec, n), rec, n, nil
 	}
 	if rec.PageIndexSize > n {
-		return nil, rec, n, fmt.Errorf("%w: %s: page index of %d bytes in a %d-byte stream", ErrDamaged, key, rec.PageIndexSize, n)
+		return nil, rec, n, damage(key, "page index of %d bytes in a %d-byte stream", rec.PageIndexSize, n)
 	}
 	b := make([]byte, rec.PageIndexSize)
 	if _, err := f.ReadAt(b, n-rec.PageIndexSize); err != nil {
@@ -470,7 +470,7 @@ func (l *Local) pages(f *os.File, key string) ([]Page, record, int64, error) {
 	}
 	pages, err := parsePageIndex(b, rec)
 	if err != nil {
-		return nil, rec, n, fmt.Errorf("%w: %s: %v", ErrDamaged, key, err)
+		return nil, rec, n, damage(key, "%v", err)
 	}
 	return pages, rec, n, nil
 }
@@ -536,10 +536,10 @@ func (l *Local) Verify(ctx context.Context, key string) error {
 		return err
 	}
 	if !rec.hasMeta() {
-		return fmt.Errorf("%w: %s: no recorded sha256 (not written by Sluice, or its metadata is damaged)", ErrDamaged, key)
+		return damage(key, "no recorded sha256 (not written by Sluice, or its metadata is damaged)")
 	}
 	if rec.CompressedSize != n {
-		return fmt.Errorf("%w: %s: %d compressed bytes, recorded %d", ErrDamaged, key, n, rec.CompressedSize)
+		return damage(key, "%d compressed bytes, recorded %d", n, rec.CompressedSize)
 	}
 	return verifyFrames(ctx, key, &ctxReader{ctx: ctx, r: io.NewSectionReader(f, 0, n)}, rec, pages)
 }

@@ -42,6 +42,22 @@ const (
 // not match its recorded metadata (or that carries none).
 var ErrDamaged = errors.New("lake object damaged")
 
+// DamageError says how an object is damaged. It wraps ErrDamaged.
+type DamageError struct {
+	Object  string // the key, or s3://bucket/key
+	Problem string // what does not match, e.g. "page 2 sha256 …, recorded …"
+}
+
+// Error names the object and the problem.
+func (e *DamageError) Error() string { return ErrDamaged.Error() + ": " + e.Object + ": " + e.Problem }
+
+// Unwrap returns ErrDamaged.
+func (e *DamageError) Unwrap() error { return ErrDamaged }
+
+func damage(object, format string, args ...any) error {
+	return &DamageError{Object: object, Problem: fmt.Sprintf(format, args...)}
+}
+
 // Page describes one page of an object.
 type Page struct {
 	// RawSize is the length of the page's raw bytes.
@@ -190,9 +206,7 @@ func samePages(a, b []Page) bool {
 // against the record. A mismatch wraps ErrDamaged; a failure to read r
 // that is not the object's fault (ctx done) is returned as it is.
 func verifyFrames(ctx context.Context, key string, r io.Reader, rec record, pages []Page) error {
-	damaged := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrDamaged, key, fmt.Sprintf(format, args...))
-	}
+	damaged := func(format string, args ...any) error { return damage(key, format, args...) }
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return fmt.Errorf("verifying %s: %w", key, err)

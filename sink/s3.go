@@ -521,7 +521,7 @@ func (s *S3) rangeBytes(ctx context.Context, key string, off, n int64) ([]byte, 
 		return nil, fmt.Errorf("reading s3://%s/%s: %w", s.bucket, key, err)
 	}
 	if int64(len(b)) != n {
-		return nil, fmt.Errorf("%w: s3://%s/%s: asked bytes %d-%d, got %d bytes", ErrDamaged, s.bucket, key, off, off+n-1, len(b))
+		return nil, damage("s3://"+s.bucket+"/"+key, "asked bytes %d-%d, got %d bytes", off, off+n-1, len(b))
 	}
 	return b, nil
 }
@@ -536,7 +536,7 @@ func (s *S3) pages(ctx context.Context, key string) ([]Page, record, int64, erro
 		return singlePage(rec, size), rec, size, nil
 	}
 	if rec.CompressedSize != size {
-		return nil, rec, size, fmt.Errorf("%w: s3://%s/%s: %d bytes stored, recorded %d", ErrDamaged, s.bucket, key, size, rec.CompressedSize)
+		return nil, rec, size, damage("s3://"+s.bucket+"/"+key, "%d bytes stored, recorded %d", size, rec.CompressedSize)
 	}
 	b, err := s.rangeBytes(ctx, key, size-rec.PageIndexSize, rec.PageIndexSize)
 	if err != nil {
@@ -544,7 +544,7 @@ func (s *S3) pages(ctx context.Context, key string) ([]Page, record, int64, erro
 	}
 	pages, err := parsePageIndex(b, rec)
 	if err != nil {
-		return nil, rec, size, fmt.Errorf("%w: s3://%s/%s: %v", ErrDamaged, s.bucket, key, err)
+		return nil, rec, size, damage("s3://"+s.bucket+"/"+key, "%v", err)
 	}
 	return pages, rec, size, nil
 }
@@ -595,10 +595,10 @@ func (s *S3) Verify(ctx context.Context, key string) error {
 		return err
 	}
 	if !rec.hasMeta() {
-		return fmt.Errorf("%w: s3://%s/%s: no recorded sha256 (not written by Sluice, or its metadata is damaged)", ErrDamaged, s.bucket, key)
+		return damage("s3://"+s.bucket+"/"+key, "no recorded sha256 (not written by Sluice, or its metadata is damaged)")
 	}
 	if size != rec.CompressedSize {
-		return fmt.Errorf("%w: s3://%s/%s: %d bytes stored, recorded %d", ErrDamaged, s.bucket, key, size, rec.CompressedSize)
+		return damage("s3://"+s.bucket+"/"+key, "%d bytes stored, recorded %d", size, rec.CompressedSize)
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
