@@ -59,13 +59,14 @@ func (r LifecycleReport) Problems() []string {
 		p = append(p, "no enabled lifecycle rule expires objects under "+StagingPrefix+
 			": a worker killed between staging an object and copying it into place leaves the staged copy forever; "+fix)
 	}
+	const minio = " (MinIO aborts stale multipart uploads by itself, after api stale_uploads_expiry, 24 h by default: there this warning can be ignored)"
 	if r.StagingAbortDays == 0 {
 		p = append(p, "no enabled lifecycle rule aborts incomplete multipart uploads under "+StagingPrefix+
-			": the parts of a worker killed mid-upload are kept (and billed) forever; "+fix)
+			": the parts of a worker killed mid-upload are kept (and billed) forever; "+fix+minio)
 	}
 	if r.LakeAbortDays == 0 {
 		p = append(p, "no enabled lifecycle rule aborts incomplete multipart uploads of lake keys"+
-			": a worker killed while copying an object over 5 GiB into place leaves its parts forever; "+fix)
+			": a worker killed while copying an object over 5 GiB into place leaves its parts forever; "+fix+minio)
 	}
 	return p
 }
