@@ -100,10 +100,9 @@ func (l *Local) RemoveStale(now time.Time) ([]string, error) {
 		}
 		defer f.Close()
 		if err := lockFile(f); err != nil {
-			if errLocked(err) || errors.Is(err, errLockUnsupported) {
-				return nil // a live writer's
-			}
-			return fmt.Errorf("locking %s: %w", p, err)
+			// Locked: a live writer's. Any other failure: its writer
+			// cannot be told dead, so it stays.
+			return nil
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing stale temporary file %s: %w", p, err)

@@ -153,6 +153,25 @@ func TestS3MemoryIsFlat(t *testing.T) {
 			t.Errorf("stored %+v, want raw %d compressed %d", obj, n, res.CompressedSize)
 		}
 	}
+	// The same bound for an object of many pages.
+	w, err := s.Create(context.Background(), key(t, "kis", "kis_flat_paged", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	const pages, pageSize = 64, 4 << 20
+	for range pages {
+		if _, err := w.WritePage(newNoise(pageSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := w.Commit(jsonMeta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pages != pages || res.RawSize != pages*pageSize || res.PeakBuffered > bound {
+		t.Errorf("%d pages of %d MiB: %+v, want peak buffered at most %d", pages, pageSize>>20, res, bound)
+	}
 }
 
 func TestS3UnchangedMultipartIsAborted(t *testing.T) {
