@@ -15,9 +15,11 @@ var ErrNotFound = errors.New("lake object not found")
 type Sink interface {
 	// Put streams body through zstd into the object at key, replacing any
 	// object there. On error (including a cancelled ctx) no object is
-	// created and the previous one, if any, is left intact. When the raw
-	// bytes are unchanged from the stored object's recorded SHA-256, the
-	// store is not rewritten and Result.Skipped is true.
+	// created and the previous one, if any, is left intact. When the
+	// stored object already holds these raw bytes as one page — its
+	// recorded SHA-256 matches and it decompresses to them (a damaged
+	// object does not, and is rewritten) — the store is not rewritten and
+	// Result.Skipped is true.
 	Put(ctx context.Context, key string, body io.Reader, meta Meta) (Result, error)
 	// Create starts writing the object at key page by page (see Writer):
 	// a fetch the provider answered in several calls becomes one object,
