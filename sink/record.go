@@ -165,7 +165,8 @@ func (r record) validate() error {
 	switch {
 	case r.Pages < 0:
 		return fmt.Errorf("negative page count %d", r.Pages)
-	case r.Pages > 1 && (r.PageIndexSize < minPageIndexLen || r.PageIndexSize > r.CompressedSize):
+	case r.Pages > 1 && (r.PageIndexSize < minPageIndexLen || r.PageIndexSize > r.CompressedSize ||
+		r.PageIndexSize > maxPageIndexJSON+trailerHeader+trailerFooter):
 		return fmt.Errorf("%d pages with a page index of %d bytes in a %d-byte stream", r.Pages, r.PageIndexSize, r.CompressedSize)
 	case r.Pages <= 1 && r.PageIndexSize != 0:
 		return fmt.Errorf("a page index of %d bytes for one page", r.PageIndexSize)
