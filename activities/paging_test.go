@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/internal/versitygw"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
@@ -87,7 +88,7 @@ type pagingStack struct {
 	acts   *Activities
 	sim    *simulator.Simulator
 	reg    *registry.Registry
-	lake   *sink.Local
+	lake   sink.Sink
 	direct map[string]connector.Connector // the same connectors, ungated, to ask the simulator directly
 
 	mu      sync.Mutex
@@ -95,6 +96,16 @@ type pagingStack struct {
 }
 
 func newPagingStack(t *testing.T, reg *registry.Registry) *pagingStack {
+	t.Helper()
+	lake, err := sink.NewLocal(filepath.Join(t.TempDir(), "lake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPagingStackOn(t, reg, lake)
+}
+
+// newPagingStackOn is newPagingStack writing to lake.
+func newPagingStackOn(t *testing.T, reg *registry.Registry, lake sink.Sink) *pagingStack {
 	t.Helper()
 	// The simulator's clock moves 10 s at every reading, so that no
 	// declared window or interval ever binds, however slow the machine:
@@ -112,10 +123,6 @@ func newPagingStack(t *testing.T, reg *registry.Registry) *pagingStack {
 	}
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	lake, err := sink.NewLocal(filepath.Join(t.TempDir(), "lake"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := &pagingStack{sim: sim, reg: reg, lake: lake, direct: map[string]connector.Connector{}, permits: map[string]int{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st.acts = &Activities{cfg: Config{Registry: reg, Sink: lake}, log: log, connectors: map[string]connector.Connector{}}
@@ -291,10 +298,23 @@ func minTime(a, b time.Time) time.Time {
 // object holds every row the simulator serves for the range — counted by
 // parsing each stored page and compared with the simulator's own answer
 // (its total count, or the sum of its single-page answers for shorter
-// spans).
+// spans). It runs on the local lake and on S3 (versitygw).
 func TestIngestFollowsEveryPage(t *testing.T) {
 	reg := pagedRegistry(t, pagedDatasets)
-	st := newPagingStack(t, reg)
+	t.Run("local", func(t *testing.T) { testIngestFollowsEveryPage(t, newPagingStack(t, reg)) })
+	t.Run("s3", func(t *testing.T) {
+		srv := versitygw.Start(t)
+		lake, err := sink.NewS3(context.Background(), sink.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region,
+			Credentials: srv.Credentials(), PartSize: sink.MinPartSize, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testIngestFollowsEveryPage(t, newPagingStackOn(t, reg, lake))
+	})
+}
+
+func testIngestFollowsEveryPage(t *testing.T, st *pagingStack) {
+	reg := st.reg
 	tests := []struct {
 		dataset  string
 		from, to string
