@@ -98,12 +98,25 @@ type Request struct {
 	Market   string   // UPBIT market, e.g. KRW-BTC
 	Format   string   // json (default) or xml: the format asked of the provider
 	PageSize int      // rows per call where the provider pages (ECOS, data.go.kr); 0 = connector default
+	// Paging is PagingAll (the default: an ingest follows every page the
+	// provider announces) or PagingFirstPage (the dataset is by design
+	// the first page of a longer list, such as the newest 100 entries).
+	Paging string
 
 	fields     map[string]int // the fields the file declared, with their lines
 	paramLines map[string]int // the lines of the params
 	reqPos     Pos
 	present    bool
 }
+
+// Paging values of a dataset's request.paging.
+const (
+	PagingAll       = "all"
+	PagingFirstPage = "first_page"
+)
+
+// FirstPageOnly reports whether the dataset declares paging: first_page.
+func (r Request) FirstPageOnly() bool { return r.Paging == PagingFirstPage }
 
 // Param is one query parameter.
 type Param struct {

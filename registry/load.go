@@ -28,15 +28,23 @@ type Defaults struct {
 	// UnknownLimits is the conservative limit applied to a window or
 	// minimum interval declared as unknown: unknown is not unlimited.
 	UnknownLimits RateLimit
-	Pos           Pos
+	// MaxPagesPerCall bounds the pages one ingest follows: a provider that
+	// announces more fails the ingest with a clear error rather than
+	// looping (a provider that always says "more").
+	MaxPagesPerCall int
+	Pos             Pos
 }
+
+// DefaultMaxPagesPerCall is defaults.max_pages_per_call when not declared.
+const DefaultMaxPagesPerCall = 1000
 
 // builtinDefaults apply when providers.yaml has no defaults section (as in
 // the ADR's list form).
 func builtinDefaults() Defaults {
 	return Defaults{
-		ProbeHeadroom:  2,
-		StaleAfterDays: 180,
+		ProbeHeadroom:   2,
+		StaleAfterDays:  180,
+		MaxPagesPerCall: DefaultMaxPagesPerCall,
 		UnknownLimits: RateLimit{
 			Windows: []Window{
 				{Field: "requests_per_second", Length: time.Second, Count: 1},
@@ -127,6 +135,11 @@ func (l *loader) defaults(d *decoder, n *yaml.Node, path string) {
 		{"stale_after_days", func(n *yaml.Node, p string) {
 			if v, ok := d.intValue(n, p, 1, 3650); ok {
 				def.StaleAfterDays = v
+			}
+		}},
+		{"max_pages_per_call", func(n *yaml.Node, p string) {
+			if v, ok := d.intValue(n, p, 1, 100_000); ok {
+				def.MaxPagesPerCall = v
 			}
 		}},
 		{"unknown_limits", func(n *yaml.Node, p string) {
@@ -558,6 +571,7 @@ func (l *loader) request(d *decoder, n *yaml.Node, path string) Request {
 				r.PageSize = v
 			}
 		}},
+		{"paging", func(n *yaml.Node, p string) { r.Paging = d.oneOf(n, p, []string{PagingAll, PagingFirstPage}) }},
 	})
 	r.fields = map[string]int{}
 	if nn := deref(n); nn.Kind == yaml.MappingNode {
@@ -670,6 +684,11 @@ func (l *loader) checkRequest(ds *Dataset, pr *Provider) {
 	allowed := map[string]bool{}
 	for _, f := range spec.Fields.Allowed {
 		allowed[f] = true
+	}
+	// request.paging (all pages or the first only) is the registry's own
+	// field: it applies to every connector that pages.
+	if spec.Paging.Style != "" {
+		allowed["paging"] = true
 	}
 	bad := false
 	for _, f := range sortedKeys(r.fields) {
