@@ -40,7 +40,7 @@ func BenchmarkAcquire(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for range work {
-				if _, err := lc.Acquire(ctx, "bench/key", lim, time.Hour); err != nil {
+				if _, err := lc.Acquire(ctx, "bench/key", lim, ratelimit.AcquireOptions{MaxWait: time.Hour}); err != nil {
 					b.Error(err)
 					return
 				}

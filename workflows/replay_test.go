@@ -24,8 +24,8 @@ func TestReplay(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
-			r.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
-			r.RegisterWorkflowWithOptions(workflows.OpsEvents, workflow.RegisterOptions{Name: events.WorkflowName})
+			r.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+			r.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", file)); err != nil {
 				t.Fatalf("replaying %s: %v", file, err)
 			}
