@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	_ "github.com/sluicehq/sluice/connector/all"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/sink"
 )
 
 func testGate(t *testing.T, maxQuotaWait time.Duration) *ratelimit.Gate {
@@ -131,5 +134,37 @@ func TestParseDates(t *testing.T) {
 		if _, _, err := parseDates(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+}
+
+// TestIngestRefusesDatasetWithoutScope: a dataset that counts against no
+// rate-limit scope is never called without a permit: the activity fails
+// with a non-retryable bad_request naming the reason, before any request
+// leaves (the provider's base URL here accepts no connection at all).
+func TestIngestRefusesDatasetWithoutScope(t *testing.T) {
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Drop FRED's scope, as a registry that let a dataset end up without
+	// one would have.
+	reg.Scopes = slices.DeleteFunc(reg.Scopes, func(s *registry.ScopeInstance) bool { return s.Provider.ID == "fred" })
+	gate, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: ratelimit.NewClient(nil, ratelimit.ClientOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake, err := sink.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Registry: reg, Sink: lake, Gate: gate, BaseURLs: map[string]string{"*": "http://127.0.0.1:1"},
+		Credentials: connector.MapCredentials(map[string]string{"FRED_API_KEY": strings.Repeat("a", 32)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Ingest(context.Background(), IngestInput{Dataset: "fred-dgs10", From: "2026-11-27"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != "bad_request" || !strings.Contains(err.Error(), "no rate-limit scope") {
+		t.Fatalf("ingest of a dataset without a scope: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -42,6 +43,7 @@ func startServer(t testing.TB) (client.Client, string) {
 	t.Cleanup(tc.Close)
 	w := sdkworker.New(tc, "limiter-test", sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
