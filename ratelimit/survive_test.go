@@ -72,7 +72,11 @@ func TestLedgerSurvivesEndOfWorkflow(t *testing.T) {
 		Windows:    []ratelimit.Window{{Length: 2 * time.Second, Count: 3}},
 		DailyQuota: 4, Timezone: middayZone(time.Now()), Tolerance: 100 * time.Millisecond,
 	}
-	for _, end := range []string{"terminate", "cancel", "reset"} {
+	// "reset" reapplies the updates after the reset point (the server's
+	// default); "reset-dropping-updates" does not, as `temporal workflow
+	// reset --reapply-exclude Update` would: then only the recovery keeps
+	// the grants.
+	for _, end := range []string{"terminate", "cancel", "reset", "reset-dropping-updates"} {
 		t.Run(end, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -97,12 +101,16 @@ func TestLedgerSurvivesEndOfWorkflow(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitClosed(t, ctx, tc, id, run)
-			case "reset":
-				_, err := tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+			case "reset", "reset-dropping-updates":
+				req := &workflowservice.ResetWorkflowExecutionRequest{
 					Namespace: ns, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: run},
 					Reason: "test: reset the limiter", WorkflowTaskFinishEventId: firstTaskCompleted(t, ctx, tc, id, run),
-				})
-				if err != nil {
+				}
+				if end == "reset-dropping-updates" {
+					req.ResetReapplyExcludeTypes = []enumspb.ResetReapplyExcludeType{
+						enumspb.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL}
+				}
+				if _, err := tc.ResetWorkflowExecution(ctx, req); err != nil {
 					t.Fatal(err)
 				}
 			}

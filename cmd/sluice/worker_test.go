@@ -30,7 +30,12 @@ func TestWorkerRefusesBadRateScale(t *testing.T) {
 			cmd := newCmd()
 			cmd.SetOut(io.Discard)
 			cmd.SetErr(io.Discard)
-			cmd.SetArgs(append(tc.args, "--data-dir", t.TempDir()))
+			args := append(tc.args, "--data-dir", t.TempDir(), "--metrics-addr", "")
+			if cmd.Name() == "dev" {
+				// Should validation ever fail to stop it: free ports, no UI, no batch.
+				args = append(args, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off", "--sim-addr", "127.0.0.1:0", "--no-ingest", "--once")
+			}
+			cmd.SetArgs(args)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			err := cmd.ExecuteContext(ctx)
 			cancel()
@@ -55,7 +60,7 @@ func TestWorkerRefusesBadRateScaleFromEnvironment(t *testing.T) {
 		cmd := newWorkerCmd()
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)
-		cmd.SetArgs([]string{"--data-dir", t.TempDir()})
+		cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--metrics-addr", ""})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := cmd.ExecuteContext(ctx)
 		cancel()
