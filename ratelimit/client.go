@@ -195,7 +195,10 @@ type batcher struct {
 	// when set, is the tolerance widened to the round trips observed.
 	late int
 	tol  time.Duration
+	// recoverMu serializes this process's recoveries of the scope (the
+	// batcher and Warm may both find the limiter recovering);
 	// recoverFailures counts failed attempts to read the last run's state.
+	recoverMu       sync.Mutex
 	recoverFailures int
 }
 
@@ -312,7 +315,7 @@ func (c *Client) run(b *batcher) {
 			c.unrelease(b, release)
 			c.requeue(b, batch)
 			if err == nil {
-				err = c.recoverScope(b, resp.RunID, lim)
+				err = c.recoverScope(b, resp.RunID)
 			}
 			if err != nil {
 				c.log.Warn("limiter update failed; retrying", "scope", b.scope, "err", err, "backoff", backoff)
@@ -412,6 +415,9 @@ func (c *Client) requeue(b *batcher, batch []*waiter) {
 // the state of the run before it if it must, so that the first acquire
 // pays for neither.
 func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
+	if err := lim.Validate(); err != nil {
+		return fmt.Errorf("warming limiter %s: %w", scopeID, err)
+	}
 	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: c.startOp(scopeID, lim),
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -431,7 +437,7 @@ func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
 		c.mu.Lock()
 		b := c.batcher(scopeID)
 		c.mu.Unlock()
-		if err := c.recoverScope(b, s.RunID, lim); err != nil {
+		if err := c.recoverScope(b, s.RunID); err != nil {
 			return fmt.Errorf("warming limiter %s: %w", scopeID, err)
 		}
 	}
@@ -444,7 +450,7 @@ func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOpe
 		TaskQueue:                c.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, LimiterInput{ScopeID: scopeID, Limits: lim})
+	}, WorkflowName, LimiterInput{ScopeID: scopeID, Protocol: LimiterProtocol, Limits: lim})
 }
 
 func (c *Client) acquire(scopeID string, lim Limits, req AcquireRequest) (AcquireResponse, error) {

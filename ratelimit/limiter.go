@@ -48,9 +48,10 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 	s := &limiterState{
 		scope: in.ScopeID, ledger: in.Ledger, effective: in.Limits, callers: in.Callers,
 		override: in.Override, epoch: in.Epoch,
-		// A reset run's input is its base run's, which says nothing of
+		// A run started afresh recovers the last run's state. So does a
+		// reset run: its input is its base run's, which says nothing of
 		// what that run granted after the reset point.
-		recovering: !in.Recovered || runID != info.OriginalRunID,
+		recovering: (in.Protocol >= LimiterProtocol && !in.Recovered) || (info.OriginalRunID != "" && runID != info.OriginalRunID),
 	}
 	s.ledger.Upgrade()
 	log := workflow.GetLogger(ctx)
@@ -166,7 +167,7 @@ type limiterState struct {
 }
 
 func (s *limiterState) input() LimiterInput {
-	return LimiterInput{ScopeID: s.scope, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
+	return LimiterInput{ScopeID: s.scope, Protocol: LimiterProtocol, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
 		Override: s.override, Epoch: s.epoch, Recovered: !s.recovering}
 }
 

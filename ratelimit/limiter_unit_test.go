@@ -156,7 +156,7 @@ func TestLimiterRecoversBeforeGranting(t *testing.T) {
 			t.Errorf("the recovered day count was forgotten: %+v", last)
 		}
 	})
-	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Limits: lim})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Protocol: ratelimit.LimiterProtocol, Limits: lim})
 }
 
 // TestLimiterQuarantine: when the last run's state cannot be read, the run
@@ -181,7 +181,7 @@ func TestLimiterQuarantine(t *testing.T) {
 			t.Errorf("a quarantined day granted %+v", after)
 		}
 	})
-	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Limits: lim})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Protocol: ratelimit.LimiterProtocol, Limits: lim})
 }
 
 // TestLimiterRelaxesWhenStricterCallerGoes: the stricter of the live
@@ -221,7 +221,7 @@ func TestLimiterRelaxesWhenStricterCallerGoes(t *testing.T) {
 	e.update(ratelimit.ReconfigureUpdate, func() any { return ratelimit.ReconfigureRequest{Reason: "clear"} }, &ratelimit.State{}, nil)
 	e.acquire("loose", loose, 1, &r)
 	check("the operator's limits cleared", 5, loose.Tolerance)
-	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Limits: loose})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Protocol: ratelimit.LimiterProtocol, Limits: loose})
 }
 
 // TestLimiterCancelContinuesWithState: a cancel request ends the run, not
@@ -234,7 +234,7 @@ func TestLimiterCancelContinuesWithState(t *testing.T) {
 	var r ratelimit.AcquireResponse
 	e.acquire("a", lim, 3, &r)
 	e.then(func() { e.env.CancelWorkflow() })
-	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Limits: lim})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Protocol: ratelimit.LimiterProtocol, Limits: lim})
 	var can *workflow.ContinueAsNewError
 	if err := e.env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow ended with %v, want a continue-as-new", err)
@@ -246,4 +246,22 @@ func TestLimiterCancelContinuesWithState(t *testing.T) {
 	if !in.Recovered || len(in.Ledger.Grants) != 3 || len(in.Callers) != 2 || in.ScopeID != "x" {
 		t.Errorf("continued with %+v", in)
 	}
+}
+
+// TestLimiterOfTheOldProtocolKeepsItsGrants: a limiter run started by a
+// client of the previous protocol (no Protocol in its input) keeps that
+// version's rules when a new worker picks it up: it grants at once from
+// the ledger it carries instead of waiting for a recovery that would
+// replace its own grants with an older run's.
+func TestLimiterOfTheOldProtocolKeepsItsGrants(t *testing.T) {
+	e := newLimiterEnv(t)
+	lim := perSecond(3)
+	var r ratelimit.AcquireResponse
+	e.acquire("a", lim, 2, &r)
+	e.then(func() {
+		if r.Recover || len(r.Grants) != 2 {
+			t.Errorf("a protocol-1 run answered %+v", r)
+		}
+	})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Limits: lim})
 }

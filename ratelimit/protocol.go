@@ -31,9 +31,18 @@ const (
 // limiter/kis/key. One per namespace: the singleton every worker shares.
 func WorkflowID(scopeID string) string { return "limiter/" + strings.TrimSpace(scopeID) }
 
+// LimiterProtocol is the version of the limiter protocol a client starts
+// limiters with. Version 2 recovers its state when a run starts without it;
+// a run started by a version-1 client (Protocol 0: before grant ids and
+// recovery) keeps that version's rules, so a limiter running across the
+// upgrade never drops its own grants.
+const LimiterProtocol = 2
+
 // LimiterInput starts (or continues) a scope instance's limiter.
 type LimiterInput struct {
 	ScopeID string `json:"scope_id"`
+	// Protocol is LimiterProtocol for a limiter started by this version.
+	Protocol int `json:"protocol,omitempty"`
 	// Limits are the limits in force: the starting caller's, or, when
 	// continuing, the effective limits of the run before.
 	Limits Limits `json:"limits"`

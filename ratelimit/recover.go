@@ -54,7 +54,9 @@ type previous struct {
 // recoverScope hands the run runID of a scope's limiter the state of the
 // run before it, or a quarantine after recoverAttempts failures. Called
 // from the scope's batcher (one at a time per process).
-func (c *Client) recoverScope(b *batcher, runID string, lim Limits) error {
+func (c *Client) recoverScope(b *batcher, runID string) error {
+	b.recoverMu.Lock()
+	defer b.recoverMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := RecoverRequest{ForRunID: runID, Caller: c.caller}
