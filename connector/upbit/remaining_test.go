@@ -72,6 +72,9 @@ func FuzzClassify(f *testing.F) {
 		if status == 418 && (v.Err == nil || v.Err.Class != connector.Blocked || v.Err.Until.Before(h.Now)) {
 			t.Fatalf("418 not blocked into the future: %+v", v.Err)
 		}
+		if v.Err != nil && (v.Err.Until.After(h.Now.Add(connector.MaxWait)) || v.Err.RetryAfter > connector.MaxWait) {
+			t.Fatalf("a wait beyond connector.MaxWait: %+v", v.Err)
+		}
 	})
 }
 
