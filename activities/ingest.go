@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -105,7 +106,7 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	if in.MaxPages > 0 && in.MaxPages < maxPages {
 		maxPages = in.MaxPages
 	}
-	got, err := a.fetchPages(ctx, conn, ds, from, to, maxPages)
+	got, err := a.fetchPages(ratelimit.Track(ctx), conn, ds, from, to, maxPages)
 	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
 	if err != nil {
 		var ke keyError
@@ -163,7 +164,7 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 	if conn == nil {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no connector for provider %q", ds.Provider), ErrTypeUnknownDataset, nil)
 	}
-	err := conn.Probe(ctx, ds)
+	err := conn.Probe(ratelimit.Track(ctx), ds)
 	res.Duration = time.Since(start)
 	outcome := "ok"
 	if err != nil {
@@ -221,13 +222,16 @@ func (a *Activities) temporalError(ctx context.Context, err error) error {
 		}
 		return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: delay, Cause: err})
 	case connector.QuotaExhausted:
-		if ce != nil && !ce.ResetAt.IsZero() {
-			if wait := ce.ResetAt.Sub(now); wait > 0 && wait <= a.cfg.MaxQuotaWait {
-				return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: wait, Cause: err})
-			}
-			msg = fmt.Sprintf("%s (daily quota resets at %s; not waiting longer than %s)", msg, ce.ResetAt.Format(time.RFC3339), a.cfg.MaxQuotaWait)
+		// Fail at once, naming the reset: the workflow decides whether to
+		// wait for it (ratelimit.QuotaWaiter, a durable timer), so no
+		// activity sleeps through a timeout and retries into tomorrow's
+		// quota.
+		if ce == nil || ce.ResetAt.IsZero() {
+			return temporal.NewNonRetryableApplicationError(msg, class.String(), err)
 		}
-		return temporal.NewNonRetryableApplicationError(msg, class.String(), err)
+		maxWait := a.cfg.Gate.MaxQuotaWait()
+		msg = fmt.Sprintf("%s (daily quota resets at %s; a dataset waits for it up to --max-quota-wait %s)", msg, ce.ResetAt.Format(time.RFC3339), maxWait)
+		return temporal.NewNonRetryableApplicationError(msg, class.String(), err, ratelimit.QuotaWait{ResetAt: ce.ResetAt, MaxWait: maxWait})
 	}
 	// Transient: exponential backoff with equal jitter.
 	return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{

@@ -39,6 +39,34 @@ type Call struct {
 	Probe    bool   // the data call is a probe
 }
 
+// Observation is what Observe learns of one call: its outcome and any
+// provider-specific signal a connector read from the answer. Connectors
+// parse their own provider's signals, so a rate limiter never needs to know
+// a provider's headers.
+type Observation struct {
+	Call Call
+	// Status is the HTTP status, 0 when no response arrived.
+	Status int
+	// Err is the classified error (ClassOf), a context error, or nil on
+	// success.
+	Err error
+	// Remaining is what the provider says is left of its own budget, when
+	// it says so (UPBIT Remaining-Req); nil otherwise.
+	Remaining *Remaining
+}
+
+// Remaining is a provider's own account of its budget, read from an answer.
+type Remaining struct {
+	// Group names the provider's rate-limit group. A connector reports only
+	// groups from a fixed list it knows (anything else as "other"), so the
+	// value is safe as a metrics label.
+	Group string
+	// Left is how many calls the group's current window still allows.
+	Left int
+	// Window is the length of that window (one second for UPBIT).
+	Window time.Duration
+}
+
 // Call kinds.
 const (
 	CallData  = "data"  // a dataset request (fetch or probe)
@@ -70,10 +98,11 @@ type Options struct {
 	// error aborts the call and is returned wrapped. nil: no wait.
 	Gate func(ctx context.Context, call Call) error
 	// Observe is called after every response (or transport failure) with
-	// the HTTP status (0 when none arrived), the response headers and the
-	// classified error (nil on success), so the limiter can adapt to
-	// Remaining-Req and 429s. nil: nothing observes.
-	Observe func(call Call, status int, h http.Header, err error)
+	// what the call's outcome says (the HTTP status, the classified error,
+	// provider signals such as UPBIT's Remaining-Req), so the limiter can
+	// adapt to rejections. ctx is the context the call was made with.
+	// nil: nothing observes.
+	Observe func(ctx context.Context, o Observation)
 	// StallTimeout aborts a response whose body makes no progress for this
 	// long, whether the provider stopped sending or the caller stopped
 	// reading (the read fails with a Transient error); 0 means 2 minutes.

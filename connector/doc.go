@@ -94,7 +94,8 @@
 //
 // Connectors do not pace calls. Options.Gate is called before every
 // outbound request (data and token calls, Call.Kind) and Options.Observe
-// after every answer with its status, headers (UPBIT Remaining-Req, see
-// upbit.ParseRemainingReq) and classified error: a global limiter plugs in
-// there.
+// after every answer with an Observation: its status, its classified error
+// and the provider's own signals, parsed by its connector (UPBIT
+// Remaining-Req becomes Observation.Remaining): a global limiter plugs in
+// there without knowing any provider's headers.
 package connector

@@ -121,7 +121,8 @@ func run() error {
 		return err
 	}
 	lim := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: worker.DefaultTaskQueue})
-	if _, err := lim.Penalize(ctx, "fred/key", ratelimit.Limits{Tolerance: ratelimit.DefaultTolerance}, time.Second, "recorded for the replay test"); err != nil {
+	if _, err := lim.Penalize(ctx, "fred/key", ratelimit.Limits{Tolerance: ratelimit.DefaultTolerance},
+		ratelimit.PenalizeRequest{Penalty: ratelimit.Penalty{RetryAfter: time.Second}, Reason: "recorded for the replay test"}); err != nil {
 		return err
 	}
 	time.Sleep(time.Second) // let the events workflow's task complete
