@@ -37,7 +37,7 @@ type Base struct {
 	log      *slog.Logger
 	now      func() time.Time
 	gate     func(context.Context, Call) error
-	observe  func(Call, int, http.Header, error)
+	observe  func(context.Context, Observation)
 	creds    Credentials
 	secrets  *Secrets
 	stall    time.Duration
@@ -230,11 +230,11 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	if err != nil {
 		cancel(nil)
 		if ctx.Err() != nil {
-			b.observeCall(x.Call, 0, nil, ctx.Err())
+			b.observeCall(ctx, Observation{Call: x.Call, Err: ctx.Err()})
 			return nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
 		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: b.sanitize(err)})
-		b.observeCall(x.Call, 0, nil, e)
+		b.observeCall(ctx, Observation{Call: x.Call, Err: e})
 		b.logCall(ctx, x, method, red, 0, e, time.Since(start))
 		return nil, e
 	}
@@ -254,7 +254,7 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 			return nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
 		e := b.readFailure(x.Call, resp.StatusCode, perr, reqCtx)
-		b.observeCall(x.Call, resp.StatusCode, resp.Header, e)
+		b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: e})
 		b.logCall(ctx, x, method, red, resp.StatusCode, e, time.Since(start))
 		return nil, e
 	}
@@ -267,7 +267,7 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	if v.Err != nil {
 		verr = b.Fail(x.Call, resp.StatusCode, v.Err)
 	}
-	b.observeCall(x.Call, resp.StatusCode, resp.Header, verr)
+	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: verr, Remaining: v.Remaining})
 	b.logCall(ctx, x, method, red, resp.StatusCode, verr, time.Since(start))
 	if verr != nil {
 		// Read a small error body to its end so the connection is reused.
@@ -334,9 +334,9 @@ func (e redactedError) Error() string { return e.msg }
 // Unwrap returns the original error.
 func (e redactedError) Unwrap() error { return e.err }
 
-func (b *Base) observeCall(call Call, status int, h http.Header, err error) {
+func (b *Base) observeCall(ctx context.Context, o Observation) {
 	if b.observe != nil {
-		b.observe(call, status, h, err)
+		b.observe(ctx, o)
 	}
 }
 

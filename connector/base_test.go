@@ -46,10 +46,10 @@ func (r *recorder) gate(_ context.Context, c connector.Call) error {
 	return nil
 }
 
-func (r *recorder) observe(c connector.Call, status int, _ http.Header, err error) {
+func (r *recorder) observe(_ context.Context, o connector.Observation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.observed = append(r.observed, observation{c, status, err})
+	r.observed = append(r.observed, observation{o.Call, o.Status, o.Err})
 }
 
 func newBase(t *testing.T, url string, rec *recorder, log *connectortest.Log, mod func(*connector.Options)) *connector.Base {

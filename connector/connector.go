@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Connector speaks one provider's wire format.
@@ -36,6 +37,34 @@ type Call struct {
 	Dataset  string // registry dataset id; empty for token calls
 	Kind     string // CallData or CallToken
 	Probe    bool   // the data call is a probe
+}
+
+// Observation is what Observe learns of one call: its outcome and any
+// provider-specific signal a connector read from the answer. Connectors
+// parse their own provider's signals, so a rate limiter never needs to know
+// a provider's headers.
+type Observation struct {
+	Call Call
+	// Status is the HTTP status, 0 when no response arrived.
+	Status int
+	// Err is the classified error (ClassOf), a context error, or nil on
+	// success.
+	Err error
+	// Remaining is what the provider says is left of its own budget, when
+	// it says so (UPBIT Remaining-Req); nil otherwise.
+	Remaining *Remaining
+}
+
+// Remaining is a provider's own account of its budget, read from an answer.
+type Remaining struct {
+	// Group names the provider's rate-limit group. A connector reports only
+	// groups from a fixed list it knows (anything else as "other"), so the
+	// value is safe as a metrics label.
+	Group string
+	// Left is how many calls the group's current window still allows.
+	Left int
+	// Window is the length of that window (one second for UPBIT).
+	Window time.Duration
 }
 
 // Call kinds.
@@ -69,10 +98,11 @@ type Options struct {
 	// error aborts the call and is returned wrapped. nil: no wait.
 	Gate func(ctx context.Context, call Call) error
 	// Observe is called after every response (or transport failure) with
-	// the HTTP status (0 when none arrived), the response headers and the
-	// classified error (nil on success), so the limiter can adapt to
-	// Remaining-Req and 429s. nil: nothing observes.
-	Observe func(call Call, status int, h http.Header, err error)
+	// what the call's outcome says (the HTTP status, the classified error,
+	// provider signals such as UPBIT's Remaining-Req), so the limiter can
+	// adapt to rejections. ctx is the context the call was made with.
+	// nil: nothing observes.
+	Observe func(ctx context.Context, o Observation)
 	// StallTimeout aborts a response whose body makes no progress for this
 	// long, whether the provider stopped sending or the caller stopped
 	// reading (the read fails with a Transient error); 0 means 2 minutes.
@@ -87,16 +117,19 @@ var (
 	factories   = map[string]Factory{}
 )
 
-// Register makes a connector available to New under a registry connector
-// name (registry Provider.Connector, e.g. "kis"). Subpackages call it from
-// init; registering a name twice panics, as it is a programming error.
-func Register(name string, f Factory) {
+// Register makes a connector available to New under its registry
+// connector name (spec.Connector, matched against registry
+// Provider.Connector, e.g. "kis") and registers its wire spec, which the
+// registry validates datasets against (wire.Register). Subpackages call it
+// from init; registering a name twice panics, as it is a programming error.
+func Register(spec wire.Spec, f Factory) {
 	factoriesMu.Lock()
 	defer factoriesMu.Unlock()
-	if _, dup := factories[name]; dup {
-		panic("connector: Register called twice for " + name)
+	if _, dup := factories[spec.Connector]; dup {
+		panic("connector: Register called twice for " + spec.Connector)
 	}
-	factories[name] = f
+	wire.Register(spec)
+	factories[spec.Connector] = f
 }
 
 // Registered returns the registered connector names, sorted.

@@ -132,6 +132,30 @@ func TestLoadProblems(t *testing.T) {
 			want:      []string{`registry/providers.yaml:21: providers[1].rate_limits[0].requests_per_second: requests_per_second 5 contradicts min_interval_seconds 1: at most 1 call(s) fit in a second`},
 		},
 		{
+			name: "empty rate_limits list",
+			providers: replace(`    rate_limits:
+      - scope: key
+        requests_per_second: 5
+        requests_per_day: unknown
+        source: {url: "https://apiportal.koreainvestment.com/intro", verified_at: 2026-11-01}`, "    rate_limits: []"),
+			want: []string{"registry/providers.yaml:20: providers[1].rate_limits: provider \"kis\" declares an empty list: its datasets would be called with no permit at all; declare its limits, or write `rate_limits: unknown` so the conservative defaults apply"},
+		},
+		{
+			name:      "minimum interval that rounds to zero, alone",
+			providers: replace("requests_per_day: 5000\n        min_interval_seconds: 2", "min_interval_seconds: 1e-10"),
+			want:      []string{`registry/providers.yaml:13: providers[0].rate_limits[0].min_interval_seconds: 1e-10 seconds is below the limiter's resolution of 0.001 s: it would round to no interval at all; give at least 0.001, or drop the field`},
+		},
+		{
+			name:      "minimum interval that rounds to zero, beside a window",
+			providers: replace("min_interval_seconds: 2", "min_interval_seconds: 0.0000001"),
+			want:      []string{`registry/providers.yaml:14: providers[0].rate_limits[0].min_interval_seconds: 0.0000001 seconds is below the limiter's resolution of 0.001 s: it would round to no interval at all; give at least 0.001, or drop the field`},
+		},
+		{
+			name:      "window count no limiter can keep",
+			providers: replace("requests_per_second: 5", "requests_per_second: 2000000000"),
+			want:      []string{`registry/providers.yaml:22: providers[1].rate_limits[0].requests_per_second: requests_per_second 2000000000 is more than the limiter can keep: at most 10000 calls per window shorter than a day (it remembers one grant per call of the window)`},
+		},
+		{
 			name:      "duplicate provider id",
 			providers: replace("  - id: kis", "  - id: datago"),
 			want:      []string{`registry/providers.yaml:17: providers[1].id: duplicate provider id "datago" (first declared at registry/providers.yaml:8)`},
@@ -192,18 +216,6 @@ func TestLoadProblems(t *testing.T) {
 			want:      []string{`registry/datasets/a.yaml:1: id: invalid id "Tour_1": use lower-case letters, digits and single hyphens ([a-z0-9-]+, at most 64 characters)`},
 		},
 		{
-			name:      "request field the connector does not use",
-			providers: baseProviders,
-			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n  tr_id: FHKUP03500100\n  series_id: DGS10\n"},
-			want:      []string{`registry/datasets/k.yaml:6: request.series_id: field "series_id" is not used by the kis connector (it uses: method, path, tr_id, params, format)`},
-		},
-		{
-			name:      "request missing a required field",
-			providers: baseProviders,
-			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n"},
-			want:      []string{`registry/datasets/k.yaml:4: request: dataset "k": the kis connector needs request.tr_id`},
-		},
-		{
 			name:      "placeholder typo",
 			providers: baseProviders,
 			datasets:  map[string]string{"a.yaml": strings.Replace(tourDataset, `"{from}"`, `"{form}"`, 1)},
@@ -231,7 +243,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "unknown dataset field in a multi-document file",
 			providers: baseProviders,
 			datasets:  map[string]string{"m.yaml": tourDataset + "---\nid: tour2\nprovider: datago\nscope_key: x\nintervall: 5\n"},
-			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms)`},
+			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms, rows)`},
 		},
 		{
 			name:      "budget gate: three datasets over one service's daily limit",

@@ -34,6 +34,7 @@ import (
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/workflows"
 )

@@ -18,8 +18,10 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/worker"
@@ -53,8 +55,8 @@ const (
 // newStack starts an embedded Temporal server, the simulator at the given
 // rate scale and n workers (each with its own Temporal client and limiter
 // client, as separate processes would have) over one local lake, keeping
-// KIS tokens as tk says.
-func newStack(b *testing.B, scale float64, n int, tk tokens) *stack {
+// KIS tokens as tk says, the simulator injecting faults.
+func newStack(b *testing.B, scale float64, n int, tk tokens, faults ...simulator.Fault) *stack {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -69,7 +71,7 @@ func newStack(b *testing.B, scale float64, n int, tk tokens) *stack {
 		b.Fatal(err)
 	}
 	s := &stack{reg: reg}
-	if s.sim, err = simulator.New(simulator.Options{Registry: reg, RateScale: scale}); err != nil {
+	if s.sim, err = simulator.New(simulator.Options{Registry: reg, RateScale: scale, Faults: faults}); err != nil {
 		b.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -224,6 +226,54 @@ func BenchmarkDailyBatchMakespan3Workers(b *testing.B) { benchmarkMakespan(b, 3,
 // no filesystem — each its own Temporal connection and token-keeper
 // worker, KIS tokens in the keepers — on the same batch.
 func BenchmarkDailyBatchMakespan3WorkersTokenKeeper(b *testing.B) { benchmarkMakespan(b, 3, keepers) }
+
+// BenchmarkKISBackoff3Workers measures the backoff against a declaration
+// that is too generous (issue 12 §4): the simulator's KIS accepts 2 calls
+// in any second of the 5 the registry declares (reject-at=0.5), three
+// workers run the 100-dataset KIS batch at rate scale 1 (real time). At
+// the true limit the batch takes 49 s (pairs of calls a second). It
+// reports the makespan, its ratio to that, and the rejections; every
+// rejection must be a penalty of the KIS limiter and a ratelimit.backoff
+// event, and none may be a violation of the declared limits.
+func BenchmarkKISBackoff3Workers(b *testing.B) {
+	const trueLimitSeconds = 49.0
+	s := newStack(b, 1, 3, sharedFile, simulator.Fault{Provider: "kis", RejectAtFraction: 0.5})
+	var total time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		_, elapsed := s.batch(b, fmt.Sprintf("2026-08-%02d", 1+i%28), []string{"kis"})
+		total += elapsed
+	}
+	b.StopTimer()
+	makespan := total.Seconds() / float64(b.N)
+	st := s.sim.Stats().Scopes["kis/key"]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lim, err := s.workers[0].Limiter().State(ctx, "kis/key")
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := events.List(ctx, s.tc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	backoffs := 0
+	for _, e := range evs {
+		if e.Kind == events.KindBackoff && e.Scope == "kis/key" {
+			backoffs++
+		}
+	}
+	b.ReportMetric(makespan, "makespan-s")
+	b.ReportMetric(makespan/trueLimitSeconds, "ratio-to-true-limit")
+	b.ReportMetric(float64(st.RejectedByFault)/float64(b.N), "rejections/batch")
+	b.ReportMetric(lim.Factor, "final-factor")
+	if st.Violations != 0 {
+		b.Errorf("the simulator counted %d violations of the declared limits", st.Violations)
+	}
+	if lim.Ledger.Penalties != st.RejectedByFault || int64(backoffs) != st.RejectedByFault {
+		b.Errorf("%d rejections, %d penalties, %d backoff events: each rejection must be both", st.RejectedByFault, lim.Ledger.Penalties, backoffs)
+	}
+}
 
 // BenchmarkOrchestrationOverhead compares the time per job of Sluice's
 // daily batch, with limits far from binding, against a bare Temporal

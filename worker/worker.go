@@ -54,8 +54,10 @@ type Options struct {
 	// KIS tokens in them unless TokenStore is set — one token per app key
 	// across every machine.
 	TokenKeeper client.Client
-	RateScale   float64
-	Tolerance   time.Duration
+	// RateScale multiplies every declared rate: only against a simulator
+	// running at the same scale, which Start checks (ratelimit.CheckScale).
+	RateScale float64
+	Tolerance time.Duration
 	// MaxQuotaWait is how long an ingest may wait for a daily quota reset.
 	MaxQuotaWait time.Duration
 	// MaxConcurrentActivities bounds the activities this process runs at
@@ -72,6 +74,7 @@ type Worker struct {
 	keeper     sdkworker.Worker // nil without Options.TokenKeeper
 	metrics    *metrics.Metrics
 	limiter    *ratelimit.Client
+	gate       *ratelimit.Gate
 	acts       *activities.Activities
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -80,8 +83,9 @@ type Worker struct {
 // Register registers Sluice's workflows and activities on w.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
-	w.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.OpsEvents, workflow.RegisterOptions{Name: events.WorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
+	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 	w.RegisterActivity(acts)
 }
 
@@ -105,6 +109,15 @@ func Start(opts Options) (*Worker, error) {
 	if opts.MaxConcurrentActivities <= 0 {
 		opts.MaxConcurrentActivities = 500
 	}
+	if opts.RateScale == 0 {
+		opts.RateScale = 1
+	}
+	checkCtx, cancelCheck := context.WithTimeout(context.Background(), 2*ratelimit.ScaleCheckTimeout)
+	err := ratelimit.CheckScale(checkCtx, opts.RateScale, opts.Registry, opts.BaseURLs, nil)
+	cancelCheck()
+	if err != nil {
+		return nil, fmt.Errorf("starting worker: %w", err)
+	}
 	if opts.TokenKeeper != nil && opts.TokenStore == nil {
 		store, err := tokenkeeper.NewStore(opts.TokenKeeper, tokenkeeper.StoreOptions{TaskQueue: tokenkeeper.TaskQueue(opts.TaskQueue), Logger: opts.Logger})
 		if err != nil {
@@ -113,13 +126,17 @@ func Start(opts Options) (*Worker, error) {
 		opts.TokenStore = store
 	}
 	m := metrics.New()
-	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger,
-		RecoveryStep: scaled(ratelimit.DefaultRecoveryStep, opts.RateScale)})
+	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger})
+	gate, err := ratelimit.NewGate(ratelimit.GateOptions{
+		Registry: opts.Registry, Client: lim, RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
+		Events: events.NewEmitter(events.NewRecorder(opts.Client, opts.TaskQueue), m, opts.Logger), Metrics: m, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting worker: %w", err)
+	}
 	acts, err := activities.New(activities.Config{
-		Registry: opts.Registry, Sink: opts.Sink, Limiter: lim,
-		Events: events.NewRecorder(opts.Client, opts.TaskQueue), Metrics: m, Logger: opts.Logger,
+		Registry: opts.Registry, Sink: opts.Sink, Gate: gate, Metrics: m, Logger: opts.Logger,
 		BaseURLs: opts.BaseURLs, Credentials: opts.Credentials, TokenStore: opts.TokenStore,
-		RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
@@ -128,7 +145,7 @@ func Start(opts Options) (*Worker, error) {
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 	})
 	Register(w, acts)
-	out := &Worker{w: w, metrics: m, limiter: lim, acts: acts}
+	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts}
 	if opts.MetricsAddr != "" {
 		ln, err := net.Listen("tcp", opts.MetricsAddr)
 		if err != nil {
@@ -159,17 +176,10 @@ func Start(opts Options) (*Worker, error) {
 	// failure here is not fatal (the first acquire starts them anyway).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := acts.WarmLimiters(ctx); err != nil {
+	if err := gate.Warm(ctx); err != nil {
 		opts.Logger.Warn("warming scope limiters", "err", err)
 	}
 	return out, nil
-}
-
-func scaled(d time.Duration, scale float64) time.Duration {
-	if scale <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) / scale)
 }
 
 // MetricsAddr is the address /metrics is served on, or "".
@@ -185,6 +195,9 @@ func (w *Worker) Metrics() *metrics.Metrics { return w.metrics }
 
 // Limiter returns the worker's limiter client.
 func (w *Worker) Limiter() *ratelimit.Client { return w.limiter }
+
+// Gate returns the worker's rate-limit gate.
+func (w *Worker) Gate() *ratelimit.Gate { return w.gate }
 
 // Activities returns the worker's activities.
 func (w *Worker) Activities() *activities.Activities { return w.acts }

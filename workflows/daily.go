@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // DailyIngestName is the registered name of the daily ingest workflow.
@@ -44,6 +45,7 @@ type DatasetResult struct {
 	RawBytes        int64         `json:"raw_bytes,omitempty"`
 	CompressedBytes int64         `json:"compressed_bytes,omitempty"`
 	SHA256          string        `json:"sha256,omitempty"`
+	Pages           int           `json:"pages,omitempty"` // provider pages (calls) the object holds
 	Skipped         bool          `json:"skipped,omitempty"`
 	Duration        time.Duration `json:"duration,omitempty"`
 	Attempts        int32         `json:"attempts,omitempty"`
@@ -94,7 +96,10 @@ var IngestActivityOptions = workflow.ActivityOptions{
 
 // DailyIngest runs one logical date's batch: it plans the datasets, fans
 // out one Ingest activity per dataset (the scopes' limiters pace them) and
-// returns every dataset's outcome. No payload passes through its history.
+// returns every dataset's outcome. A dataset whose daily quota is spent
+// waits for the reset when it comes within the worker's --max-quota-wait
+// (ratelimit.QuotaWaiter: a durable timer, then the activity again), and
+// fails naming the reset otherwise. No payload passes through its history.
 func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, error) {
 	res := DailyIngestResult{Date: in.Date, Started: workflow.Now(ctx)}
 	if _, err := time.Parse(time.DateOnly, in.Date); err != nil {
@@ -115,22 +120,20 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 		return res, err
 	}
 	actCtx := workflow.WithActivityOptions(ctx, IngestActivityOptions)
-	futures := make([]workflow.Future, len(plan))
-	for i, item := range plan {
-		futures[i] = workflow.ExecuteActivity(actCtx, a.Ingest, activities.IngestInput{Dataset: item.Dataset, From: in.Date})
-	}
 	res.Results = make([]DatasetResult, len(plan))
-	sel := workflow.NewSelector(ctx)
-	for i := range plan {
-		sel.AddFuture(futures[i], func(f workflow.Future) {
-			item := plan[i]
+	pending := len(plan)
+	for i, item := range plan {
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer func() { pending-- }()
 			r := DatasetResult{Dataset: item.Dataset, Provider: item.Provider}
 			var out activities.IngestResult
-			if err := f.Get(ctx, &out); err != nil {
+			err := ingestWaitingForQuota(ctx, actCtx, activities.IngestInput{Dataset: item.Dataset, From: in.Date}, &out)
+			if err != nil {
 				r.Status, r.Error, r.ErrorType = StatusFailed, rootMessage(err), errorType(err)
 				prog.Failed++
 			} else {
 				r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
+				r.Pages = out.Pages
 				r.Duration, r.Attempts = out.Duration, out.Attempt
 				if out.NoData {
 					r.Status = StatusNoData
@@ -145,12 +148,35 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 			res.Results[i] = r
 		})
 	}
-	for range plan {
-		sel.Select(ctx)
+	if err := workflow.Await(ctx, func() bool { return pending == 0 }); err != nil {
+		return res, err
 	}
 	res.Succeeded, res.NoData, res.Failed = prog.Succeeded, prog.NoData, prog.Failed
 	res.Finished = workflow.Now(ctx)
 	return res, nil
+}
+
+// ingestWaitingForQuota runs one Ingest activity. When it fails because a
+// daily quota is spent and the quota resets within the worker's
+// --max-quota-wait (counted from the first such failure), it waits for the
+// reset on a durable timer and runs the activity again: the wait is bounded
+// by no activity timeout and spends none of the next day's quota.
+func ingestWaitingForQuota(ctx, actCtx workflow.Context, in activities.IngestInput, out *activities.IngestResult) error {
+	var a *activities.Activities
+	var quota ratelimit.QuotaWaiter
+	for {
+		err := workflow.ExecuteActivity(actCtx, a.Ingest, in).Get(ctx, out)
+		if err == nil {
+			return nil
+		}
+		again, werr := quota.Wait(ctx, err)
+		if werr != nil {
+			return werr
+		}
+		if !again {
+			return err
+		}
+	}
 }
 
 // rootMessage is the innermost application error's message: the

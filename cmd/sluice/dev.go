@@ -40,6 +40,9 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
+			if err := rf.validate(); err != nil {
+				return err
+			}
 			log, err := rf.logger()
 			if err != nil {
 				return err

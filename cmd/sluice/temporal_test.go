@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -289,5 +291,51 @@ func TestCommandsOverMutualTLS(t *testing.T) {
 	wcancel()
 	if err := <-done; err != nil {
 		t.Errorf("worker: %v", err)
+	}
+}
+
+// TestEveryCommandConnectsThroughTheBinder keeps the connection settings
+// in one place: every command with a --temporal flag has the TLS and API
+// key flags too (it bound temporalFlags), and no source file but the
+// binder (and `sluice dev`, which dials the server it embeds) dials
+// Temporal itself — a new command gets TLS and API keys for free, or
+// fails here.
+func TestEveryCommandConnectsThroughTheBinder(t *testing.T) {
+	clearTemporalEnv(t)
+	var visit func(c *cobra.Command)
+	checked := 0
+	visit = func(c *cobra.Command) {
+		if c.Flags().Lookup("temporal") != nil {
+			checked++
+			for _, f := range []string{"namespace", "tls", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-server-name", "api-key-file"} {
+				if c.Flags().Lookup(f) == nil {
+					t.Errorf("`%s` has --temporal but not --%s: bind temporalFlags", c.CommandPath(), f)
+				}
+			}
+		}
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCmd())
+	if checked < 3 {
+		t.Errorf("only %d commands connect to Temporal: the check checked nothing", checked)
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := regexp.MustCompile(`client\.(Dial|DialContext|NewLazyClient|NewClient)\(`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "temporal.go" || f == "dev.go" {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := dial.FindIndex(src); loc != nil {
+			t.Errorf("%s dials Temporal itself (%s): use temporalFlags.dial or dialQuiet", f, src[loc[0]:loc[1]])
+		}
 	}
 }

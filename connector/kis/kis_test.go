@@ -358,11 +358,11 @@ func TestThrottlingInTheBodyIsRateLimited(t *testing.T) {
 			var observed []error
 			var mu sync.Mutex
 			c := e.connector(t, func(o *connector.Options) {
-				o.Observe = func(call connector.Call, st int, h http.Header, err error) {
+				o.Observe = func(_ context.Context, ob connector.Observation) {
 					mu.Lock()
 					defer mu.Unlock()
-					if call.Kind == connector.CallData {
-						observed = append(observed, err)
+					if ob.Call.Kind == connector.CallData {
+						observed = append(observed, ob.Err)
 					}
 				}
 			})
@@ -563,5 +563,3 @@ func TestTokenKey(t *testing.T) {
 		t.Error("the key is an unkeyed hash of the app key")
 	}
 }
-
-func asErr(err error, e **connector.Error) bool { return errors.As(err, e) }

@@ -116,8 +116,10 @@ func TestCandleWindow(t *testing.T) {
 	if to != "2024-01-03T00:00:00Z" {
 		t.Errorf("civil date in KST: %q", to)
 	}
-	if _, _, err := upbit.CandleWindow(day(1), day(1).AddDate(0, 0, 200)); err == nil {
-		t.Error("201 days accepted")
+	// A longer range starts with its newest MaxCount days; the rest are
+	// further pages (Response.Next).
+	if to, n, err := upbit.CandleWindow(day(1), day(1).AddDate(0, 0, 200)); err != nil || n != upbit.MaxCount || to != "2024-07-20T00:00:00Z" {
+		t.Errorf("201 days: %q %d %v", to, n, err)
 	}
 	if _, n, err := upbit.CandleWindow(day(1), day(1).AddDate(0, 0, 199)); err != nil || n != 200 {
 		t.Errorf("200 days: %d %v", n, err)
@@ -129,9 +131,9 @@ func TestCandleWindow(t *testing.T) {
 
 func TestFetchCandles(t *testing.T) {
 	f := &fakeUPBIT{}
-	var observed []http.Header
+	var observed []*connector.Remaining
 	c, reg, _ := setup(t, f, func(o *connector.Options) {
-		o.Observe = func(_ connector.Call, _ int, h http.Header, _ error) { observed = append(observed, h) }
+		o.Observe = func(_ context.Context, ob connector.Observation) { observed = append(observed, ob.Remaining) }
 	})
 	resp, err := c.Fetch(context.Background(), connector.Request{Provider: reg.Provider("upbit"), Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(7)})
 	if err != nil {
@@ -153,8 +155,8 @@ func TestFetchCandles(t *testing.T) {
 	if err != nil || rr.Group != "candles" {
 		t.Errorf("Remaining-Req in Response: %+v %v", rr, err)
 	}
-	if len(observed) != 1 || observed[0].Get("Remaining-Req") == "" {
-		t.Errorf("Observe did not get Remaining-Req: %v", observed)
+	if len(observed) != 1 || observed[0] == nil || observed[0].Group != "candles" || observed[0].Window != time.Second {
+		t.Errorf("Observe did not get Remaining-Req as a signal: %+v", observed)
 	}
 }
 
