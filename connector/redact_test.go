@@ -77,3 +77,41 @@ func FuzzRedactURL(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactSpellings: the data.go.kr-shaped key (+ / =) is redacted in
+// the spellings an echoing provider or a log produces, and sensitive
+// parameters are found behind ';' and encoded names.
+func TestRedactSpellings(t *testing.T) {
+	key := "Ab+Cd/Ef==Gh+Ij/Kl0123456789mnopQRSTuvwxyzABCDEFGHIJ+/KLMNOP=="
+	var sec Secrets
+	sec.Add(key)
+	lower := strings.NewReplacer("%2B", "%2b", "%2F", "%2f", "%3D", "%3d").Replace(url.QueryEscape(key))
+	for name, text := range map[string]string{
+		"lower-case escapes":    "echo " + lower + " end",
+		"double encoding":       "echo " + url.QueryEscape(url.QueryEscape(key)) + " end",
+		"plus as space":         "echo " + strings.ReplaceAll(key, "+", " ") + " end",
+		"JSON-escaped slashes":  `{"msg":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`,
+		"JSON \\u escapes":      `{"msg":"` + strings.NewReplacer("+", `\u002b`, "/", `\u002f`).Replace(key) + `"}`,
+		"cut snippet":           "echo " + key[:30] + "…",
+		"HTML-escaped":          "<p>" + strings.ReplaceAll(key, "+", "&#43;") + "</p>",
+		"query-escaped lowered": "GET /x?serviceKey=" + lower + "&pageNo=1",
+	} {
+		got := sec.Redact(text)
+		if !strings.Contains(got, Redacted) {
+			t.Errorf("%s: nothing redacted in %q", name, got)
+		}
+		for _, run := range []string{"Kl0123456789mnop", "KLMNOP", "Ij/Kl", "Ab+Cd"} {
+			if strings.Contains(got, run) {
+				t.Errorf("%s: %q left in %q", name, run, got)
+			}
+		}
+	}
+	for in, want := range map[string]string{
+		"http://h/p?a=1;serviceKey=whatever;b=2": "http://h/p?a=1;serviceKey=REDACTED;b=2",
+		"http://h/p?api%5Fkey=whatever&b=2":      "http://h/p?api%5Fkey=REDACTED&b=2",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
