@@ -133,7 +133,7 @@ func (b *Base) Credential(role string) (string, error) {
 	v, err := b.creds(name)
 	if err != nil {
 		return "", &Error{Class: AuthFailed, Provider: b.provider.ID,
-			Message: fmt.Sprintf("credential %s (%s) unavailable", role, name), Err: errors.New(Redact(err.Error(), b.secrets.Values()...))}
+			Message: fmt.Sprintf("credential %s (%s) unavailable", role, name), Err: b.sanitize(err)}
 	}
 	b.secrets.Add(v)
 	return v, nil
@@ -165,7 +165,7 @@ func (b *Base) URL(escapedPath, rawQuery string) string {
 }
 
 // Fail completes a classifier's or connector's error: provider, dataset,
-// status, and the message redacted.
+// status, and the message and underlying error redacted (see sanitize).
 func (b *Base) Fail(call Call, status int, e *Error) *Error {
 	e.Provider = b.provider.ID
 	if e.Dataset == "" {
@@ -175,6 +175,7 @@ func (b *Base) Fail(call Call, status int, e *Error) *Error {
 		e.Status = status
 	}
 	e.Message = b.secrets.Redact(e.Message)
+	e.Err = b.sanitize(e.Err)
 	return e
 }
 
@@ -218,8 +219,7 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	req, err := http.NewRequestWithContext(reqCtx, method, x.URL, body)
 	if err != nil {
 		cancel(nil)
-		return nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red,
-			Err: errors.New(b.secrets.Redact(err.Error()))})
+		return nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red, Err: err})
 	}
 	for k, vs := range x.Header {
 		req.Header[k] = vs
@@ -233,7 +233,7 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 			b.observeCall(x.Call, 0, nil, ctx.Err())
 			return nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
-		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: b.sanitize(err)})
+		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: err})
 		b.observeCall(x.Call, 0, nil, e)
 		b.logCall(ctx, x, method, red, 0, e, time.Since(start))
 		return nil, e
@@ -305,34 +305,55 @@ func (b *Base) readFailure(call Call, status int, err error, reqCtx context.Cont
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		msg = "response body truncated"
 	}
-	return b.Fail(call, status, &Error{Class: Transient, Message: msg, Err: b.sanitize(err)})
+	return b.Fail(call, status, &Error{Class: Transient, Message: msg, Err: err})
 }
 
-// sanitize redacts secrets from a transport error: a *url.Error gets the
-// redacted URL, any other error keeps its chain but not its secrets.
-func (b *Base) sanitize(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: b.secrets.RedactURL(ue.URL), Err: b.sanitize(ue.Err)}
+// sanitize returns err with every known secret redacted from its message
+// and from the message of every error it wraps (see redactedError). A
+// *url.Error stays a *url.Error, with its URL redacted.
+func (b *Base) sanitize(err error) error { return sanitizeChain(err, b.secrets.Values()) }
+
+func sanitizeChain(err error, sec []string) error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *url.Error:
+		return &url.Error{Op: e.Op, URL: RedactURL(e.URL, sec...), Err: sanitizeChain(e.Err, sec)}
+	case *redactedError:
+		// Sanitized before, perhaps with fewer known secrets.
+		return &redactedError{msg: Redact(e.msg, sec...), next: sanitizeChain(e.next, sec), orig: e.orig}
 	}
-	if msg := err.Error(); b.secrets.Redact(msg) != msg {
-		return redactedError{msg: b.secrets.Redact(msg), err: err}
-	}
-	return err
+	return &redactedError{msg: Redact(err.Error(), sec...), next: sanitizeChain(errors.Unwrap(err), sec), orig: err}
 }
 
-// redactedError shows a redacted message and keeps the original for
-// errors.Is and errors.As.
+// redactedError is one link of a sanitized error chain: the original's
+// message redacted, unwrapping to the sanitized copy of what the original
+// wraps — never to the original itself, whose message (a transport error
+// quoting the request line, say) may spell out a key, and which anything
+// that follows Unwrap would reach: Temporal's failure converter records
+// every link of a chain in the workflow history. errors.Is still sees the
+// original chain (context.DeadlineExceeded, io.ErrUnexpectedEOF, …), as
+// does a Timeout check, but errors.As finds only the sanitized links.
 type redactedError struct {
-	msg string
-	err error
+	msg  string
+	next error // sanitized
+	orig error
 }
 
 // Error returns the redacted message.
-func (e redactedError) Error() string { return e.msg }
+func (e *redactedError) Error() string { return e.msg }
 
-// Unwrap returns the original error.
-func (e redactedError) Unwrap() error { return e.err }
+// Unwrap returns the sanitized copy of the error the original wraps.
+func (e *redactedError) Unwrap() error { return e.next }
+
+// Is reports whether the original chain matches target.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.orig, target) }
+
+// Timeout reports whether the original is a timeout (net.Error).
+func (e *redactedError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.orig, &t) && t.Timeout()
+}
 
 func (b *Base) observeCall(call Call, status int, h http.Header, err error) {
 	if b.observe != nil {
