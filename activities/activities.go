@@ -116,17 +116,18 @@ func (a *Activities) WarmLimiters(ctx context.Context) error {
 }
 
 // gate waits for a permit from the limiter of every scope instance the
-// call counts against. Token calls are paced by the token store (once a
-// minute per app key), not here.
-func (a *Activities) gate(ctx context.Context, call connector.Call) error {
+// call counts against and returns the earliest of their deadlines, which
+// the connector checks again once its connection is ready. Token calls are
+// paced by the token store (once a minute per app key), not here.
+func (a *Activities) gate(ctx context.Context, call connector.Call) (connector.Permit, error) {
 	if call.Kind != connector.CallData {
-		return nil
+		return connector.Permit{}, nil
 	}
 	scopes := a.cfg.Registry.ScopesFor(call.Dataset)
 	maxWait := a.cfg.MaxQuotaWait
 	for attempt := 0; ; attempt++ {
 		if attempt == 20 {
-			return &connector.Error{Class: connector.Transient, Provider: call.Provider, Dataset: call.Dataset,
+			return connector.Permit{}, &connector.Error{Class: connector.Transient, Provider: call.Provider, Dataset: call.Dataset,
 				Message: "could not hold permits of all its scopes at once"}
 		}
 		var permits []ratelimit.Permit
@@ -142,17 +143,17 @@ func (a *Activities) gate(ctx context.Context, call connector.Call) error {
 					if errors.As(err, &q) {
 						a.event(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: s.ID, Provider: call.Provider, Dataset: call.Dataset,
 							Message: fmt.Sprintf("declared daily quota of %d calls used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))})
-						return &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
+						return connector.Permit{}, &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
 							Code: "sluice-quota", Message: q.Error(), ResetAt: q.ResetAt}
 					}
-					return fmt.Errorf("waiting for a permit of %s: %w", s.ID, err)
+					return connector.Permit{}, fmt.Errorf("waiting for a permit of %s: %w", s.ID, err)
 				}
 				err = p.Wait(ctx, heartbeat(ctx))
 				if errors.Is(err, ratelimit.ErrLate) {
 					continue
 				}
 				if err != nil {
-					return err
+					return connector.Permit{}, err
 				}
 				break
 			}
@@ -162,13 +163,17 @@ func (a *Activities) gate(ctx context.Context, call connector.Call) error {
 		// With several scopes, waiting for a later one may have carried an
 		// earlier permit past its deadline: then ask again.
 		now := time.Now()
+		var grant connector.Permit
 		for _, p := range permits {
 			if now.After(p.Deadline) {
 				late = true
 			}
+			if grant.Deadline.IsZero() || p.Deadline.Before(grant.Deadline) {
+				grant.Deadline = p.Deadline
+			}
 		}
 		if !late {
-			return nil
+			return grant, nil
 		}
 	}
 }

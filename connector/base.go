@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/version"
@@ -36,7 +41,7 @@ type Base struct {
 	client   *http.Client
 	log      *slog.Logger
 	now      func() time.Time
-	gate     func(context.Context, Call) error
+	gate     func(context.Context, Call) (Permit, error)
 	observe  func(Call, int, http.Header, error)
 	creds    Credentials
 	secrets  *Secrets
@@ -75,6 +80,11 @@ func NewBase(p *registry.Provider, opts Options) (*Base, error) {
 	if b.client == nil {
 		b.client = HTTPClient()
 	}
+	// Redirects are decided in Do, hop by hop, never by the client: a
+	// shallow copy shares the pool and answers every redirect as it came.
+	c := *b.client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	b.client = &c
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -196,50 +206,100 @@ type Exchange struct {
 // errStalled is the cancel cause of a body that made no progress.
 var errStalled = errors.New("response body stalled")
 
-// Do sends one request: Gate, the HTTP exchange, a peek at the head of the
-// body, Classify, Observe, a log line, and on success a Response whose Body
-// yields every byte of the body. On failure the body is closed and the
-// classified error (or the caller's context error) returned.
+// maxRedirects is how many same-host redirects one Do follows.
+const maxRedirects = 5
+
+// Do sends one request: Gate, the HTTP exchange (re-checking the permit
+// once a connection is ready, see Options.Gate), a peek at the head of the
+// body, Classify, Observe, a log line, and on success a Response whose
+// Body yields every byte of the body. On failure the body is closed and
+// the classified error (or the caller's context error) returned.
+//
+// Redirects are decided here, never by the HTTP client. One to another
+// host (or port), to a weaker scheme (https to http), with a Location
+// that is not an http(s) URL, beyond maxRedirects, or that would turn a
+// request with a body into a GET (301, 302, 303 after a POST) is refused:
+// BadRequest, Code the status, the message naming the status and the
+// target host, never its path or query. A same-host redirect (http to
+// https on the same host included) is followed as a request of its own:
+// through Gate, with the same headers and, for 307 and 308, the same body.
 func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
-	red := b.secrets.RedactURL(x.URL)
-	method := x.Method
-	if method == "" {
-		method = http.MethodGet
+	if x.Method == "" {
+		x.Method = http.MethodGet
 	}
-	if b.gate != nil {
-		if err := b.gate(ctx, x.Call); err != nil {
-			return nil, fmt.Errorf("waiting for the rate limiter before %s %s call: %w", b.provider.ID, x.Call.Kind, err)
+	for hop := 0; ; hop++ {
+		resp, next, err := b.do(ctx, x, hop)
+		if next == nil {
+			return resp, err
 		}
+		x = *next
 	}
+}
+
+// do sends one hop: the response, or the next hop's exchange when the
+// answer is a redirect to follow, or an error.
+func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchange, error) {
+	red := b.secrets.RedactURL(x.URL)
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	var body io.Reader
 	if x.Body != nil {
 		body = bytes.NewReader(x.Body)
 	}
-	req, err := http.NewRequestWithContext(reqCtx, method, x.URL, body)
+	req, err := http.NewRequestWithContext(reqCtx, x.Method, x.URL, body)
 	if err != nil {
 		cancel(nil)
-		return nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red, Err: err})
+		return nil, nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red, Err: err})
 	}
 	for k, vs := range x.Header {
 		req.Header[k] = vs
 	}
 	req.Header.Set("User-Agent", version.UserAgent())
+	guard := &sendGuard{b: b, ctx: ctx, call: x.Call, cancel: cancel}
+	if b.gate != nil {
+		p, err := b.gate(ctx, x.Call)
+		if err != nil {
+			cancel(nil)
+			return nil, nil, b.gateError(x.Call, err)
+		}
+		guard.permit = p
+		req = req.WithContext(httptrace.WithClientTrace(reqCtx, guard.trace()))
+	}
 	start := time.Now()
 	resp, err := b.client.Do(req)
 	if err != nil {
 		cancel(nil)
 		if ctx.Err() != nil {
 			b.observeCall(x.Call, 0, nil, ctx.Err())
-			return nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
+			return nil, nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
+		}
+		if guard.err != nil {
+			// The permit expired while connecting and Gate refused a new
+			// one: nothing was sent.
+			return nil, nil, b.gateError(x.Call, guard.err)
 		}
 		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: err})
 		b.observeCall(x.Call, 0, nil, e)
-		b.logCall(ctx, x, method, red, 0, e, time.Since(start))
-		return nil, e
+		b.logCall(ctx, x, red, 0, e, time.Since(start))
+		return nil, nil, e
 	}
-	guard := newStallGuard(resp.Body, b.stall, func() { cancel(errStalled) })
-	br := bufio.NewReaderSize(guard, HeadSize)
+	if isRedirect(resp.StatusCode) && resp.Header.Get("Location") != "" {
+		next, rerr := b.redirect(x, resp, hop)
+		io.CopyN(io.Discard, resp.Body, maxDrain)
+		resp.Body.Close()
+		cancel(nil)
+		var oerr error
+		if rerr != nil {
+			oerr = rerr
+		}
+		b.observeCall(x.Call, resp.StatusCode, resp.Header, oerr)
+		b.logCall(ctx, x, red, resp.StatusCode, oerr, time.Since(start))
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		return nil, next, nil
+	}
+	guardBody := newStallGuard(resp.Body, b.stall, func() { cancel(errStalled) })
+	br := bufio.NewReaderSize(guardBody, HeadSize)
 	head, perr := br.Peek(HeadSize)
 	complete := false
 	switch {
@@ -247,16 +307,16 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	case errors.Is(perr, io.EOF):
 		complete = true
 	default:
-		guard.stop()
+		guardBody.stop()
 		resp.Body.Close()
 		cancel(nil)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
+			return nil, nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
 		e := b.readFailure(x.Call, resp.StatusCode, perr, reqCtx)
 		b.observeCall(x.Call, resp.StatusCode, resp.Header, e)
-		b.logCall(ctx, x, method, red, resp.StatusCode, e, time.Since(start))
-		return nil, e
+		b.logCall(ctx, x, red, resp.StatusCode, e, time.Since(start))
+		return nil, nil, e
 	}
 	v := Verdict{Err: &Error{Class: Transient, Message: "no classifier"}}
 	if x.Classify != nil {
@@ -268,18 +328,18 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 		verr = b.Fail(x.Call, resp.StatusCode, v.Err)
 	}
 	b.observeCall(x.Call, resp.StatusCode, resp.Header, verr)
-	b.logCall(ctx, x, method, red, resp.StatusCode, verr, time.Since(start))
+	b.logCall(ctx, x, red, resp.StatusCode, verr, time.Since(start))
 	if verr != nil {
 		// Read a small error body to its end so the connection is reused.
 		io.CopyN(io.Discard, br, maxDrain)
-		guard.stop()
+		guardBody.stop()
 		resp.Body.Close()
 		cancel(nil)
-		return nil, verr
+		return nil, nil, verr
 	}
 	ct := resp.Header.Get("Content-Type")
 	return &Response{
-		Body: &responseBody{r: br, raw: resp.Body, guard: guard, cancel: cancel,
+		Body: &responseBody{r: br, raw: resp.Body, guard: guardBody, cancel: cancel,
 			fail: func(err error) error {
 				if ctx.Err() != nil {
 					return fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
@@ -292,7 +352,154 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 		ContentType: ct,
 		Ext:         extOf(head, ct, x.Format),
 		More:        v.More,
-	}, nil
+	}, nil, nil
+}
+
+// gateError wraps an error of Options.Gate.
+func (b *Base) gateError(call Call, err error) error {
+	return fmt.Errorf("waiting for the rate limiter before %s %s call: %w", b.provider.ID, call.Kind, err)
+}
+
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// redirect decides a redirect answer (see Do): the next hop's exchange,
+// or the refusal.
+func (b *Base) redirect(x Exchange, resp *http.Response, hop int) (*Exchange, *Error) {
+	status := resp.StatusCode
+	refuse := func(why string) *Error {
+		return b.Fail(x.Call, status, &Error{Class: BadRequest, Code: strconv.Itoa(status),
+			Message: fmt.Sprintf("HTTP %d %s: refusing to follow the redirect %s", status, http.StatusText(status), why)})
+	}
+	from := resp.Request.URL
+	to, err := from.Parse(resp.Header.Get("Location"))
+	if err != nil || (to.Scheme != "http" && to.Scheme != "https") || to.Host == "" {
+		return nil, refuse("to a Location that is not an http(s) URL")
+	}
+	target := hostForMessage(to)
+	switch {
+	case from.Scheme == "https" && to.Scheme != "https":
+		return nil, refuse(fmt.Sprintf("from https to plain http (%s)", target))
+	case !sameHost(from, to):
+		return nil, refuse(fmt.Sprintf("to another host (%s)", target))
+	case hop >= maxRedirects:
+		return nil, refuse(fmt.Sprintf("to %s: more than %d redirects", target, maxRedirects))
+	case status != http.StatusTemporaryRedirect && status != http.StatusPermanentRedirect &&
+		x.Method != http.MethodGet && x.Method != http.MethodHead:
+		return nil, refuse(fmt.Sprintf("to %s: it would turn the %s into a GET", target, x.Method))
+	}
+	to.User, to.Fragment, to.RawFragment = nil, "", ""
+	next := x
+	next.URL = to.String()
+	return &next, nil
+}
+
+// sameHost reports whether to names the host and port of from, or is the
+// upgrade of from's http URL to https on the same host (port 80 to 443).
+func sameHost(from, to *url.URL) bool {
+	if !strings.EqualFold(from.Hostname(), to.Hostname()) {
+		return false
+	}
+	fp, tp := portOf(from), portOf(to)
+	if from.Scheme == to.Scheme {
+		return fp == tp
+	}
+	return from.Scheme == "http" && to.Scheme == "https" && (fp == tp || fp == "80" && tp == "443")
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// hostForMessage is the target host (and port) as an error names it:
+// bounded, never the path or query.
+func hostForMessage(u *url.URL) string {
+	h := u.Host
+	if len(h) > 100 {
+		h = h[:100] + "…"
+	}
+	return strconv.Quote(h)
+}
+
+// maxRegates bounds how often one request asks Gate again because its
+// permit expired before a connection was ready.
+const maxRegates = 8
+
+// sendGuard holds one request to its permit while net/http gets a
+// connection. When the connection is ready (httptrace's GotConn, which
+// net/http reports just before it writes the request) the permit's
+// deadline is checked; a late request calls Gate again — keeping its
+// connection — until it holds a permit it can still use, and a request the
+// transport is about to send again (after writing it once) gets a new
+// permit too. When Gate refuses, the request's context is cancelled and
+// its connection closed, so that nothing is written.
+type sendGuard struct {
+	b      *Base
+	ctx    context.Context
+	call   Call
+	cancel context.CancelCauseFunc
+	permit Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
+	wrote  atomic.Bool
+	err    error // Gate's refusal; read after the client returned
+}
+
+func (g *sendGuard) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn:      g.gotConn,
+		WroteHeaders: func() { g.wrote.Store(true) },
+	}
+}
+
+func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
+	if g.err != nil {
+		g.stop(info.Conn, g.err)
+		return
+	}
+	for n := 0; g.wrote.Load() || g.late(); n++ {
+		if n == maxRegates {
+			g.stop(info.Conn, &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
+				Message: fmt.Sprintf("every permit expired before its request could leave (%d asked for)", n)})
+			return
+		}
+		p, err := g.b.gate(g.ctx, g.call)
+		if err != nil {
+			g.stop(info.Conn, err)
+			return
+		}
+		g.permit = p
+		g.wrote.Store(false)
+	}
+}
+
+// late reports whether the permit's deadline has passed.
+func (g *sendGuard) late() bool {
+	return !g.permit.Deadline.IsZero() && g.b.now().After(g.permit.Deadline)
+}
+
+// stop makes sure the request is not written: it records why, cancels the
+// request and closes its connection (which an HTTP/1.1 request holds
+// alone; an HTTP/2 connection, shared with other requests, is left open).
+func (g *sendGuard) stop(conn net.Conn, err error) {
+	g.err = err
+	g.cancel(err)
+	if tc, ok := conn.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+		return
+	}
+	if conn != nil {
+		conn.Close()
+	}
 }
 
 // readFailure classifies an error reading a response body: a stall or a
@@ -361,11 +568,11 @@ func (b *Base) observeCall(call Call, status int, h http.Header, err error) {
 	}
 }
 
-func (b *Base) logCall(ctx context.Context, x Exchange, method, red string, status int, err error, took time.Duration) {
+func (b *Base) logCall(ctx context.Context, x Exchange, red string, status int, err error, took time.Duration) {
 	level := slog.LevelDebug
 	attrs := []slog.Attr{
 		slog.String("dataset", x.Call.Dataset), slog.String("kind", x.Call.Kind),
-		slog.String("method", method), slog.String("url", red), slog.Int("status", status),
+		slog.String("method", x.Method), slog.String("url", red), slog.Int("status", status),
 		slog.Duration("took", took),
 	}
 	if x.Call.Probe {
