@@ -174,8 +174,12 @@ func (b *Base) URL(escapedPath, rawQuery string) string {
 	return u
 }
 
+// maxCodeLen bounds a provider code kept in an Error.
+const maxCodeLen = 64
+
 // Fail completes a classifier's or connector's error: provider, dataset,
-// status, and the message and underlying error redacted (see sanitize).
+// status, and the code, message and underlying error redacted (see
+// sanitize).
 func (b *Base) Fail(call Call, status int, e *Error) *Error {
 	e.Provider = b.provider.ID
 	if e.Dataset == "" {
@@ -185,6 +189,11 @@ func (b *Base) Fail(call Call, status int, e *Error) *Error {
 		e.Status = status
 	}
 	e.Message = b.secrets.Redact(e.Message)
+	// The code is the provider's too (KIS msg_cd, an UPBIT error name): it
+	// travels into events and the limiter's penalize update.
+	if e.Code = b.secrets.Redact(e.Code); len(e.Code) > maxCodeLen {
+		e.Code = e.Code[:maxCodeLen]
+	}
 	e.Err = b.sanitize(e.Err)
 	return e
 }

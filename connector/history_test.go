@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,5 +86,23 @@ func TestErrorsNeverUnwrapToASecret(t *testing.T) {
 		URL: refused + "/x?api_key=" + key, Classify: accept})
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("errors.Is(ECONNREFUSED) lost in %v", err)
+	}
+}
+
+// TestProviderCodesAreRedacted: a provider code is the provider's text
+// too (it reaches events and the limiter's history): a code echoing the
+// key is redacted and bounded.
+func TestProviderCodesAreRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{}`)) }))
+	t.Cleanup(srv.Close)
+	b := newBase(t, srv.URL, nil, nil, nil)
+	key, _ := b.Credential("api_key")
+	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x",
+		Classify: func(connector.Head) connector.Verdict {
+			return connector.Fail(connector.RateLimited, "E-"+key+strings.Repeat("x", 200), "slow down")
+		}})
+	var e *connector.Error
+	if !errors.As(err, &e) || strings.Contains(e.Code, testKey) || len(e.Code) > 64 {
+		t.Errorf("code %q", e.Code)
 	}
 }
