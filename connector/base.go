@@ -482,6 +482,10 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 				Message: fmt.Sprintf("every permit expired before its request could leave (%d asked for)", n)})
 			return
 		}
+		if !g.wrote.Load() {
+			g.b.log.Info("permit expired before the connection was ready; waiting for another",
+				"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", g.b.now().Sub(g.permit.Deadline), "reused", info.Reused)
+		}
 		p, err := g.b.gate(g.ctx, g.call)
 		if err != nil {
 			g.stop(info.Conn, err)
