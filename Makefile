@@ -21,7 +21,7 @@ VERSITYGW_VERSION := v1.8.0
 # longer timeout.
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run test lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
+.PHONY: all build run test pg-check lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
 
 all: build
 
@@ -36,8 +36,18 @@ run: build
 	$(BIN)/sluice dev $(RUN_ARGS)
 
 ## test: lint, then every test with -race.
-test: tools lint
+test: tools lint pg-check
 	$(GO) test $(TEST_FLAGS) ./...
+
+## pg-check: say out loud, before the tests, when the PostgreSQL half of the
+## watch store's conformance suite will be skipped (go test shows no skip
+## message of a passing package); on CI (CI set) those tests fail instead.
+pg-check:
+	@if [ -z "$$SLUICE_TEST_POSTGRES_URL" ] && ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then \
+	  if [ -n "$$CI" ]; then echo "PostgreSQL is not reachable at 127.0.0.1:5432: on CI the watch store's PostgreSQL tests will FAIL"; \
+	  else echo "WARNING: PostgreSQL is not reachable at 127.0.0.1:5432: the watch store's PostgreSQL tests will be SKIPPED" \
+	    "(start it: pg_ctlcluster --skip-systemctl-redirect \$$(ls /etc/postgresql) main start; or set SLUICE_TEST_POSTGRES_URL)"; fi; \
+	fi
 
 lint: fmt-check vet staticcheck workflowcheck
 

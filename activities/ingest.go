@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
-	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/registry"
 )
 
 // IngestInput names one dataset and the logical dates to fetch.
@@ -20,21 +20,31 @@ type IngestInput struct {
 	Dataset string `json:"dataset"`
 	From    string `json:"from"` // YYYY-MM-DD, the logical date
 	To      string `json:"to"`   // YYYY-MM-DD; empty or equal to From for one day
+	// MaxPages lowers the registry's defaults.max_pages_per_call for this
+	// ingest (a planner that knows how many pages a range needs); 0 or
+	// more than the registry's bound means the registry's bound.
+	MaxPages int `json:"max_pages,omitempty"`
 }
 
 // IngestResult is the metadata of one ingested object. No payload.
 type IngestResult struct {
-	Dataset         string        `json:"dataset"`
-	Provider        string        `json:"provider"`
-	Key             string        `json:"key,omitempty"`
-	RawBytes        int64         `json:"raw_bytes"`
-	CompressedBytes int64         `json:"compressed_bytes"`
-	SHA256          string        `json:"sha256,omitempty"`
-	Skipped         bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
-	NoData          bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
-	Duration        time.Duration `json:"duration"`          // this attempt
-	Attempt         int32         `json:"attempt"`           // 1 on the first try
-	SourceURL       string        `json:"source_url,omitempty"`
+	Dataset         string `json:"dataset"`
+	Provider        string `json:"provider"`
+	Key             string `json:"key,omitempty"`
+	RawBytes        int64  `json:"raw_bytes"`
+	CompressedBytes int64  `json:"compressed_bytes"`
+	SHA256          string `json:"sha256,omitempty"` // of the raw bytes of every page back to back
+	// Pages is how many provider pages (calls) the object holds; 0 with
+	// NoData.
+	Pages int `json:"pages"`
+	// MorePages reports that the provider announced further pages the
+	// dataset declines (request.paging: first_page).
+	MorePages bool          `json:"more_pages,omitempty"`
+	Skipped   bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
+	NoData    bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
+	Duration  time.Duration `json:"duration"`          // this attempt
+	Attempt   int32         `json:"attempt"`           // 1 on the first try
+	SourceURL string        `json:"source_url,omitempty"`
 }
 
 // Error types of the application errors the activities return: the
@@ -60,9 +70,11 @@ func parseDates(in IngestInput) (time.Time, time.Time, error) {
 	return from, to, nil
 }
 
-// Ingest fetches one dataset for a logical date (or range) and streams the
-// provider's raw bytes through zstd into the lake under the deterministic
-// key, returning metadata only. Failures are classified for Temporal's
+// Ingest fetches one dataset for a logical date (or range), following
+// every page the provider announces (each page its own call through the
+// limiter), and streams the provider's raw bytes through zstd into one
+// lake object under the deterministic key (see fetchPages), returning
+// metadata only. Failures are classified for Temporal's
 // retry policy: auth_failed and bad_request are non-retryable;
 // rate_limited, blocked and quota_exhausted ask for the provider's wait
 // (NextRetryDelay); transient failures back off exponentially with jitter.
@@ -86,35 +98,38 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	outcome := "ok"
 	defer func() { a.cfg.Metrics.Activity("ingest", ds.Provider, outcome, time.Since(start)) }()
 
-	resp, err := conn.Fetch(ctx, connector.Request{Provider: a.cfg.Registry.Provider(ds.Provider), Dataset: ds, From: from, To: to})
+	maxPages := a.cfg.Registry.Defaults.MaxPagesPerCall
+	if maxPages <= 0 {
+		maxPages = registry.DefaultMaxPagesPerCall
+	}
+	if in.MaxPages > 0 && in.MaxPages < maxPages {
+		maxPages = in.MaxPages
+	}
+	got, err := a.fetchPages(ctx, conn, ds, from, to, maxPages)
+	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
 	if err != nil {
-		if c, ok := connector.ClassOf(err); ok && c == connector.NoData {
-			outcome = "no_data"
-			res.NoData, res.Duration = true, time.Since(start)
-			return res, nil
+		var ke keyError
+		if errors.As(err, &ke) {
+			outcome = "bad_request"
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("building lake key: %v", ke.err), ErrTypeBadInput, nil)
 		}
 		outcome = outcomeOf(err)
 		return res, a.temporalError(ctx, err)
 	}
-	defer resp.Body.Close()
-	key, err := sink.Key(sink.KeySpec{Provider: ds.Provider, Dataset: ds.ID, From: from, To: to, Ext: resp.Ext})
-	if err != nil {
-		outcome = "bad_request"
-		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("building lake key: %v", err), ErrTypeBadInput, nil)
+	if got.noData {
+		outcome = "no_data"
+		res.NoData, res.Duration = true, time.Since(start)
+		return res, nil
 	}
-	body := io.Reader(resp.Body)
-	if hb := heartbeat(ctx); hb != nil {
-		body = &heartbeatReader{r: resp.Body, beat: hb}
-	}
-	put, err := a.cfg.Sink.Put(ctx, key, body, sink.Meta{ContentType: resp.ContentType, SourceURL: resp.URL, FetchedAt: time.Now().UTC()})
-	if err != nil {
-		outcome = outcomeOf(err)
-		return res, a.temporalError(ctx, fmt.Errorf("streaming %s into %s: %w", ds.ID, key, err))
-	}
+	put := got.put
 	a.cfg.Metrics.Written(ds.Provider, put.RawSize, put.CompressedSize)
 	res.Key, res.RawBytes, res.CompressedBytes, res.SHA256, res.Skipped = put.Key, put.RawSize, put.CompressedSize, put.RawSHA256, put.Skipped
-	res.SourceURL, res.Duration = resp.URL, time.Since(start)
-	a.log.Debug("ingested", "dataset", ds.ID, "key", key, "raw", put.RawSize, "compressed", put.CompressedSize, "skipped", put.Skipped)
+	res.Duration = time.Since(start)
+	a.log.Debug("ingested", "dataset", ds.ID, "key", put.Key, "pages", put.Pages, "raw", put.RawSize, "compressed", put.CompressedSize, "skipped", put.Skipped)
+	if ds.Ingest != nil && from.Equal(to) && put.Pages > ds.Ingest.CallsPerRun {
+		a.log.Warn("a daily ingest took more calls than its dataset declares: the budget gate counts ingest.calls_per_run",
+			"dataset", ds.ID, "pages", put.Pages, "calls_per_run", ds.Ingest.CallsPerRun)
+	}
 	return res, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Connector speaks one provider's wire format.
@@ -108,16 +109,19 @@ var (
 	factories   = map[string]Factory{}
 )
 
-// Register makes a connector available to New under a registry connector
-// name (registry Provider.Connector, e.g. "kis"). Subpackages call it from
-// init; registering a name twice panics, as it is a programming error.
-func Register(name string, f Factory) {
+// Register makes a connector available to New under its registry
+// connector name (spec.Connector, matched against registry
+// Provider.Connector, e.g. "kis") and registers its wire spec, which the
+// registry validates datasets against (wire.Register). Subpackages call it
+// from init; registering a name twice panics, as it is a programming error.
+func Register(spec wire.Spec, f Factory) {
 	factoriesMu.Lock()
 	defer factoriesMu.Unlock()
-	if _, dup := factories[name]; dup {
-		panic("connector: Register called twice for " + name)
+	if _, dup := factories[spec.Connector]; dup {
+		panic("connector: Register called twice for " + spec.Connector)
 	}
-	factories[name] = f
+	wire.Register(spec)
+	factories[spec.Connector] = f
 }
 
 // Registered returns the registered connector names, sorted.

@@ -54,6 +54,21 @@
 // (EGW00133), ECOS 10 s, FRED 20 s, UPBIT 1 s and a 60 s block, data.go.kr
 // 1 s; a Retry-After header always wins.
 //
+// # Pages
+//
+// A Response's Next names the page after it (once its body was read to
+// the end): KIS the same query with tr_cont: N while the response header
+// tr_cont is M or F; ECOS the next rows while list_total_count lies beyond
+// the last row asked; FRED the next offset while count does (in the
+// dataset's own limit when it sets one); data.go.kr the next pageNo while
+// totalCount, which usually follows the items and is read from the last
+// TailSize bytes, lies beyond pageNo × numOfRows (an answer without
+// totalCount fails Next: whether rows are missing cannot be told); UPBIT
+// the page before the oldest candle of a full page (Request.Cursor is the
+// next to) while that candle is after From. Each page is a call of its
+// own through Options.Gate. Callers bound the loop and check that the
+// cursor advances (activities.Ingest does).
+//
 // # Probes
 //
 // Probe sends one cheap request and discards the body:

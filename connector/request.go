@@ -16,8 +16,13 @@ type Request struct {
 	// year, month and day are used); To == From asks for one day.
 	From, To time.Time
 	// Page is the 1-based page for providers that page (ECOS rows, data.go.kr
-	// pageNo, KIS tr_cont continuation); 0 means 1.
+	// pageNo, KIS tr_cont continuation, FRED offset); 0 means 1. Pages
+	// after the first come from Response.Next.
 	Page int
+	// Cursor is the provider's continuation cursor of a page after the
+	// first, as Response.Next set it (UPBIT: the exclusive "to" time of the
+	// next, older page); empty on the first page.
+	Cursor string
 	// Limit overrides the dataset's page size (rows per call) when > 0.
 	// Probes use it to ask for a handful of rows.
 	Limit int
@@ -53,8 +58,25 @@ type Response struct {
 	// tr_cont M/F, ECOS list_total_count beyond this page, data.go.kr
 	// totalCount beyond this page when it was in the head). False does not
 	// prove this is the last page for data.go.kr, whose totalCount may come
-	// after the head.
+	// after the head. Next is the authoritative answer.
 	More bool
+	// Next, when not nil, names the page after this one: the request to
+	// send next, or ok false when this page was the provider's last. Call
+	// it only after Body has been read to its end (io.EOF): some providers
+	// say at the end of the body whether more follows (data.go.kr
+	// totalCount, UPBIT's oldest candle). nil means the answer is one page.
+	// An error means the answer does not say reliably, or names a page
+	// that does not advance; it carries a Class.
+	Next func() (next Request, ok bool, err error)
+}
+
+// NextPage returns the request of the page after resp (see
+// Response.Next), or ok false when resp was the last page.
+func NextPage(resp *Response) (Request, bool, error) {
+	if resp == nil || resp.Next == nil {
+		return Request{}, false, nil
+	}
+	return resp.Next()
 }
 
 // SelectedHeaders are the response headers a Response keeps.

@@ -30,6 +30,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/versitygw"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/workflows"
 )
 

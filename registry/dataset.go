@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Dataset is one endpoint Sluice ingests and probes: which provider serves
@@ -27,9 +29,18 @@ type Dataset struct {
 	// provider's terms with the override applied.
 	TermsOverride Terms
 	Terms         Terms
-	Pos           Pos
+	// RowsOverride is what the dataset file's rows block declares: row
+	// facts that differ from its connector's (a data.go.kr service whose
+	// rows are dated by another field).
+	RowsOverride wire.Override
+	// Wire holds the wire facts of the dataset's connector resolved for
+	// it (cycle, page size, row facts with RowsOverride applied): what a
+	// planner and a watch read. Nil when the dataset declares no request
+	// or its connector is not linked into the program (see wire.Register).
+	Wire *wire.Facts
+	Pos  Pos
 
-	providerPos, scopeKeyPos Pos
+	providerPos, scopeKeyPos, rowsPos Pos
 }
 
 // UnassignedScopeKey is the scope key of the datasets of a per-service
@@ -39,7 +50,11 @@ const UnassignedScopeKey = "unassigned"
 // Probe says how often a dataset is probed.
 type Probe struct {
 	IntervalMinutes int
-	Pos             Pos
+	// PublicationLag is how long after a period ends its value is
+	// expected in the provider's answer (probe.publication_lag_days); 0:
+	// the watch's default for the dataset's cycle and provider.
+	PublicationLag time.Duration
+	Pos            Pos
 }
 
 // PerDay is ⌈1440 / interval⌉, the probes a day before headroom.
@@ -83,11 +98,25 @@ type Request struct {
 	Market   string   // UPBIT market, e.g. KRW-BTC
 	Format   string   // json (default) or xml: the format asked of the provider
 	PageSize int      // rows per call where the provider pages (ECOS, data.go.kr); 0 = connector default
+	// Paging is PagingAll (the default: an ingest follows every page the
+	// provider announces) or PagingFirstPage (the dataset is by design
+	// the first page of a longer list, such as the newest 100 entries).
+	Paging string
 
-	fields  map[string]int // the fields the file declared, with their lines
-	reqPos  Pos
-	present bool
+	fields     map[string]int // the fields the file declared, with their lines
+	paramLines map[string]int // the lines of the params
+	reqPos     Pos
+	present    bool
 }
+
+// Paging values of a dataset's request.paging.
+const (
+	PagingAll       = "all"
+	PagingFirstPage = "first_page"
+)
+
+// FirstPageOnly reports whether the dataset declares paging: first_page.
+func (r Request) FirstPageOnly() bool { return r.Paging == PagingFirstPage }
 
 // Param is one query parameter.
 type Param struct {
@@ -123,15 +152,3 @@ func (r Request) ExpandParams(from, to time.Time) []Param {
 	}
 	return out
 }
-
-// connectorFields lists, per connector, which request fields it requires
-// and which it accepts. Connectors not listed accept any field.
-var connectorFields = map[string]struct{ required, allowed []string }{
-	"kis":    {required: []string{"path", "tr_id"}, allowed: []string{"method", "path", "tr_id", "params", "format"}},
-	"ecos":   {required: []string{"stat_code", "cycle"}, allowed: []string{"stat_code", "cycle", "items", "format", "page_size"}},
-	"fred":   {required: []string{"series_id"}, allowed: []string{"series_id", "params", "format"}},
-	"upbit":  {required: []string{"market"}, allowed: []string{"path", "market", "params"}},
-	"datago": {required: []string{"path"}, allowed: []string{"method", "path", "params", "format", "page_size"}},
-}
-
-var ecosCycles = []string{"A", "S", "Q", "M", "SM", "D"}

@@ -282,6 +282,34 @@ func (d *decoder) seconds(n *yaml.Node, path string) (dur time.Duration, unknown
 	return time.Duration(v * float64(time.Second)), false, true
 }
 
+// maxPublicationLagDays bounds probe.publication_lag_days: two years.
+const maxPublicationLagDays = 731
+
+// days parses a number of days greater than 0 and at most hi (fractions
+// allowed: 1.5 is 36 hours).
+func (d *decoder) days(n *yaml.Node, path string, hi float64) (time.Duration, bool) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
+		hint := ""
+		if n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			hint = " (a quoted string: remove the quotes)"
+		}
+		d.errorf(n, path, "expected a number of days, got %s%s", describe(n), hint)
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > hi {
+		d.errorf(n, path, "expected a number of days greater than 0 and at most %g, got %q", hi, truncate(n.Value, 30))
+		return 0, false
+	}
+	dur := time.Duration(v * float64(24*time.Hour))
+	if dur < time.Minute {
+		d.errorf(n, path, "%q days is less than a minute: a publication lag that small is not meant", truncate(n.Value, 30))
+		return 0, false
+	}
+	return dur, true
+}
+
 var idPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 func (d *decoder) id(n *yaml.Node, path string) string {

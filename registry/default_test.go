@@ -1,11 +1,18 @@
-package registry
+package registry_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
+)
 
 // TestDefaultRegistry checks the registry built into the binary: the seed's
-// 189 endpoints plus the data.go.kr datasets, passing its own budget gate.
+// 189 endpoints plus the data.go.kr datasets, passing its own budget gate
+// and, every connector being linked (connector_test.go), each dataset's
+// request validated against its connector's wire spec.
 func TestDefaultRegistry(t *testing.T) {
-	reg, err := Default(testOpts())
+	reg, err := registry.Default(testOpts())
 	if err != nil {
 		t.Fatalf("the default registry must pass its own gate:\n%v", err)
 	}
@@ -55,6 +62,59 @@ func TestDefaultRegistry(t *testing.T) {
 	for _, k := range []string{"kospi", "ecos", "upbit"} {
 		if !found[k] {
 			t.Errorf("no %s dataset with the seed's identifier", k)
+		}
+	}
+	for _, d := range reg.Datasets {
+		if d.Request.Declared() && d.Wire == nil {
+			t.Errorf("%s: no wire facts", d.ID)
+		}
+	}
+}
+
+// TestDefaultRegistryWireFacts checks the facts the default datasets
+// resolve to: each connector's cycle, page size and row facts, and the
+// data.go.kr services whose rows block overrides the connector's.
+func TestDefaultRegistryWireFacts(t *testing.T) {
+	reg, err := registry.Default(testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := func(id string) *wire.Facts {
+		t.Helper()
+		ds := reg.Dataset(id)
+		if ds == nil || ds.Wire == nil {
+			t.Fatalf("%s: no dataset or no facts", id)
+		}
+		return ds.Wire
+	}
+	for _, tc := range []struct {
+		id       string
+		unit     wire.Unit
+		format   wire.Format
+		period   string
+		pageRows int
+		span     wire.Span
+		value    string
+	}{
+		{"kis-index-0001-kospi", wire.Day, wire.YYYYMMDD, "stck_bsop_date", 50, wire.SpanRange, "bstp_nmix_prpr"},
+		{"ecos-722y001-0101000", wire.Day, wire.YYYYMMDD, "TIME", 1000, wire.SpanRange, "DATA_VALUE"},
+		{"fred-dgs10", wire.Day, wire.ISODate, "date", 100000, wire.SpanRange, "value"},
+		{"upbit-krw-btc", wire.Day, wire.ISODateTime, "candle_date_time_utc", 200, wire.SpanRange, "opening_price"},
+		{"fsc-stock-market-index", wire.Day, wire.YYYYMMDD, "basDt", 1000, wire.SpanSingle, "clpr"},
+		{"fsc-bond-market-index", wire.Day, wire.YYYYMMDD, "basDt", 1000, wire.SpanSingle, "totBnfIdxClpr"},
+		{"visitkorea-tourism", wire.Day, wire.YYYYMMDDhhmmss, "modifiedtime", 1000, wire.SpanNone, "title"},
+	} {
+		f := facts(tc.id)
+		if f.Cycle.Unit != tc.unit || f.Rows.PeriodFormat != tc.format || f.Rows.Period != tc.period || f.PageRows != tc.pageRows ||
+			f.Span != tc.span || len(f.Rows.Values) == 0 || f.Rows.Values[0] != tc.value {
+			t.Errorf("%s: facts %+v", tc.id, *f)
+		}
+	}
+	// Every ECOS cycle of the default registry resolves to its format.
+	for _, ds := range reg.DatasetsOf("ecos") {
+		want := map[string]wire.Format{"A": wire.YYYY, "Q": wire.YYYYQn, "M": wire.YYYYMM, "D": wire.YYYYMMDD}[ds.Request.Cycle]
+		if ds.Wire.Rows.PeriodFormat != want || ds.Wire.Cycle.Code != ds.Request.Cycle {
+			t.Errorf("%s cycle %s: facts %+v", ds.ID, ds.Request.Cycle, ds.Wire.Cycle)
 		}
 	}
 }

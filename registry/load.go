@@ -13,6 +13,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Defaults are the registry-wide settings of the `defaults` section.
@@ -26,15 +28,23 @@ type Defaults struct {
 	// UnknownLimits is the conservative limit applied to a window or
 	// minimum interval declared as unknown: unknown is not unlimited.
 	UnknownLimits RateLimit
-	Pos           Pos
+	// MaxPagesPerCall bounds the pages one ingest follows: a provider that
+	// announces more fails the ingest with a clear error rather than
+	// looping (a provider that always says "more").
+	MaxPagesPerCall int
+	Pos             Pos
 }
+
+// DefaultMaxPagesPerCall is defaults.max_pages_per_call when not declared.
+const DefaultMaxPagesPerCall = 1000
 
 // builtinDefaults apply when providers.yaml has no defaults section (as in
 // the ADR's list form).
 func builtinDefaults() Defaults {
 	return Defaults{
-		ProbeHeadroom:  2,
-		StaleAfterDays: 180,
+		ProbeHeadroom:   2,
+		StaleAfterDays:  180,
+		MaxPagesPerCall: DefaultMaxPagesPerCall,
 		UnknownLimits: RateLimit{
 			Windows: []Window{
 				{Field: "requests_per_second", Length: time.Second, Count: 1},
@@ -127,6 +137,11 @@ func (l *loader) defaults(d *decoder, n *yaml.Node, path string) {
 				def.StaleAfterDays = v
 			}
 		}},
+		{"max_pages_per_call", func(n *yaml.Node, p string) {
+			if v, ok := d.intValue(n, p, 1, 100_000); ok {
+				def.MaxPagesPerCall = v
+			}
+		}},
 		{"unknown_limits", func(n *yaml.Node, p string) {
 			rl := &RateLimit{Pos: d.pos(n, p)}
 			fields := windowDecoders(d, rl)
@@ -206,7 +221,7 @@ func (l *loader) provider(d *decoder, n *yaml.Node, path string) *Provider {
 			}
 			pr.Timezone, pr.Location = tz, loc
 		}},
-		{"connector", func(n *yaml.Node, p string) { pr.Connector = d.oneOf(n, p, sortedKeys(connectorFields)) }},
+		{"connector", func(n *yaml.Node, p string) { pr.Connector = connectorName(d, n, p) }},
 		{"auth", func(n *yaml.Node, p string) { authNode, authPath = n, p }},
 		{"rate_limits", func(n *yaml.Node, p string) { l.rateLimits(d, pr, n, p) }},
 		{"terms", func(n *yaml.Node, p string) { pr.Terms = d.terms(n, p) }},
@@ -229,7 +244,7 @@ func (l *loader) provider(d *decoder, n *yaml.Node, path string) *Provider {
 		pr.Name = pr.ID
 	}
 	if pr.Connector == "" {
-		if _, known := connectorFields[pr.ID]; known {
+		if _, known := wire.Lookup(pr.ID); known {
 			pr.Connector = pr.ID
 		}
 	}
@@ -425,12 +440,19 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 		{"request", func(n *yaml.Node, p string) { reqNode, reqPath = n, p }},
 		{"probe", func(n *yaml.Node, p string) {
 			pr := &Probe{Pos: d.pos(n, p)}
-			pres := d.mapping(n, p, []field{{"interval_minutes", func(n *yaml.Node, p string) {
-				if v, ok := d.intValue(n, p, 1, 7*1440); ok {
-					pr.IntervalMinutes = v
-					pr.Pos = d.pos(n, p)
-				}
-			}}})
+			pres := d.mapping(n, p, []field{
+				{"interval_minutes", func(n *yaml.Node, p string) {
+					if v, ok := d.intValue(n, p, 1, 7*1440); ok {
+						pr.IntervalMinutes = v
+						pr.Pos = d.pos(n, p)
+					}
+				}},
+				{"publication_lag_days", func(n *yaml.Node, p string) {
+					if v, ok := d.days(n, p, maxPublicationLagDays); ok {
+						pr.PublicationLag = v
+					}
+				}},
+			})
 			if pres != nil && pres["interval_minutes"] == nil {
 				d.errorf(n, p, "missing field \"interval_minutes\"")
 			}
@@ -440,6 +462,7 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 		}},
 		{"ingest", func(n *yaml.Node, p string) { ds.Ingest = l.ingest(d, n, p) }},
 		{"terms", func(n *yaml.Node, p string) { ds.TermsOverride = d.terms(n, p) }},
+		{"rows", func(n *yaml.Node, p string) { ds.RowsOverride, ds.rowsPos = rowsOverride(d, n, p), d.pos(n, p) }},
 	})
 	if present == nil {
 		return nil
@@ -531,9 +554,9 @@ func (l *loader) request(d *decoder, n *yaml.Node, path string) Request {
 			}
 		}},
 		{"tr_id", func(n *yaml.Node, p string) { r.TrID = d.str(n, p) }},
-		{"params", func(n *yaml.Node, p string) { r.Params = l.params(d, n, p) }},
+		{"params", func(n *yaml.Node, p string) { r.Params, r.paramLines = l.params(d, n, p) }},
 		{"stat_code", func(n *yaml.Node, p string) { r.StatCode = d.str(n, p) }},
-		{"cycle", func(n *yaml.Node, p string) { r.Cycle = d.oneOf(n, p, ecosCycles) }},
+		{"cycle", func(n *yaml.Node, p string) { r.Cycle = d.str(n, p) }}, // checked against the connector's cycles
 		{"items", func(n *yaml.Node, p string) {
 			r.Items = d.strList(n, p)
 			if len(r.Items) > 4 {
@@ -548,6 +571,7 @@ func (l *loader) request(d *decoder, n *yaml.Node, path string) Request {
 				r.PageSize = v
 			}
 		}},
+		{"paging", func(n *yaml.Node, p string) { r.Paging = d.oneOf(n, p, []string{PagingAll, PagingFirstPage}) }},
 	})
 	r.fields = map[string]int{}
 	if nn := deref(n); nn.Kind == yaml.MappingNode {
@@ -564,13 +588,14 @@ func (l *loader) request(d *decoder, n *yaml.Node, path string) Request {
 	return r
 }
 
-func (l *loader) params(d *decoder, n *yaml.Node, path string) []Param {
+func (l *loader) params(d *decoder, n *yaml.Node, path string) ([]Param, map[string]int) {
 	n = deref(n)
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n, path, "expected a mapping of parameter names to values, got %s", describe(n))
-		return nil
+		return nil, nil
 	}
 	var out []Param
+	lines := map[string]int{}
 	seen := map[string]bool{}
 	epoch := time.Date(2000, 1, 2, 0, 0, 0, 0, time.UTC)
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -594,8 +619,9 @@ func (l *loader) params(d *decoder, n *yaml.Node, path string) []Param {
 			continue
 		}
 		out = append(out, Param{Name: k.Value, Value: v.Value})
+		lines[k.Value] = k.Line
 	}
-	return out
+	return out, lines
 }
 
 // crossCheck resolves references between files: dataset → provider,
@@ -639,32 +665,148 @@ func (l *loader) checkRequest(ds *Dataset, pr *Provider) {
 		}{{ds.Probe != nil, posOf(ds.Probe)}, {ds.Ingest != nil, posOfIngest(ds.Ingest)}} {
 			if what.set {
 				l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: what.pos.Line, Path: what.pos.Path,
-					Msg: fmt.Sprintf("dataset %q is probed or ingested but declares no request: add request with what the %s connector needs", ds.ID, pr.Connector)})
+					Msg: fmt.Sprintf("dataset %q is probed or ingested but declares no request: add request with what the %s connector needs", ds.ID, connectorOf(pr))})
 			}
 		}
 		return
 	}
-	spec, known := connectorFields[pr.Connector]
+	// The connector declares the fields it uses (wire.Spec, registered
+	// by the connector package); a connector not linked into this program
+	// is not checked.
+	spec, known := wire.Lookup(pr.Connector)
 	if !known {
 		return
 	}
 	path, line := r.reqPos.Path, r.reqPos.Line
+	problem := func(line int, p, format string, args ...any) {
+		l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: line, Path: p, Msg: fmt.Sprintf(format, args...)})
+	}
 	allowed := map[string]bool{}
-	for _, f := range spec.allowed {
+	for _, f := range spec.Fields.Allowed {
 		allowed[f] = true
 	}
+	// request.paging (all pages or the first only) is the registry's own
+	// field: it applies to every connector that pages.
+	if spec.Paging.Style != "" {
+		allowed["paging"] = true
+	}
+	bad := false
 	for _, f := range sortedKeys(r.fields) {
 		if !allowed[f] {
-			l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: r.fields[f], Path: join(path, f),
-				Msg: fmt.Sprintf("field %q is not used by the %s connector (it uses: %s)", f, pr.Connector, strings.Join(spec.allowed, ", "))})
+			bad = true
+			problem(r.fields[f], join(path, f), "field %q is not used by the %s connector (it uses: %s)", f, pr.Connector, strings.Join(spec.Fields.Allowed, ", "))
 		}
 	}
-	for _, f := range spec.required {
+	for _, f := range spec.Fields.Required {
 		if _, ok := r.fields[f]; !ok {
-			l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: line, Path: path,
-				Msg: fmt.Sprintf("dataset %q: the %s connector needs request.%s", ds.ID, pr.Connector, f)})
+			bad = true
+			problem(line, path, "dataset %q: the %s connector needs request.%s", ds.ID, pr.Connector, f)
 		}
 	}
+	if r.PageSize > 0 && spec.Paging.MaxRows > 0 && r.PageSize > spec.Paging.MaxRows {
+		bad = true
+		problem(r.fields["page_size"], join(path, "page_size"), "%d rows a page is more than the %s connector allows in one call (%d)", r.PageSize, pr.Connector, spec.Paging.MaxRows)
+	}
+	cycle, cycleLine, cyclePath := "", 0, ""
+	switch f := spec.Dates.CycleField; {
+	case f == "cycle":
+		cycle, cycleLine, cyclePath = r.Cycle, r.fields["cycle"], join(path, "cycle")
+	case strings.HasPrefix(f, "params."):
+		name := strings.TrimPrefix(f, "params.")
+		cycle, _ = r.Param(name)
+		cycleLine, cyclePath = r.paramLines[name], join(path, "params."+name)
+	}
+	if _, err := spec.Cycle(cycle); err != nil {
+		bad = true
+		problem(cycleLine, cyclePath, "%v", err)
+	}
+	if bad {
+		return
+	}
+	facts, err := spec.Resolve(cycle, r.PageSize, span(spec, r), ds.RowsOverride)
+	if err != nil {
+		problem(line, path, "%v", err)
+		return
+	}
+	ds.Wire = &facts
+}
+
+// connectorOf names a provider's connector in messages: the declared or
+// defaulted one, else the provider id (which a linked connector of that
+// name would serve).
+func connectorOf(pr *Provider) string {
+	if pr.Connector != "" {
+		return pr.Connector
+	}
+	return pr.ID
+}
+
+// span is how much of a range one call of r asks for: for a connector
+// whose dates are the dataset's {from}/{to} parameters, a range with
+// both, one period with {from} alone, nothing with neither.
+func span(spec *wire.Spec, r Request) wire.Span {
+	if !spec.Dates.InParams {
+		return wire.SpanRange
+	}
+	from, to := false, false
+	for _, p := range r.Params {
+		from = from || strings.Contains(p.Value, "{from")
+		to = to || strings.Contains(p.Value, "{to")
+	}
+	switch {
+	case from && to:
+		return wire.SpanRange
+	case from || to:
+		return wire.SpanSingle
+	}
+	return wire.SpanNone
+}
+
+// connectorName reads a provider's connector: one of the connectors
+// linked into the program.
+func connectorName(d *decoder, n *yaml.Node, path string) string {
+	linked := wire.Registered()
+	if len(linked) > 0 {
+		return d.oneOf(n, path, linked)
+	}
+	s := d.str(n, path)
+	if s != "" {
+		d.errorf(n, path, "invalid value %q: no connector is linked into this program (import github.com/sluicehq/sluice/connector/all)", truncate(s, 40))
+	}
+	return ""
+}
+
+// rowsOverride reads a dataset's rows block: the row facts that differ
+// from its connector's.
+func rowsOverride(d *decoder, n *yaml.Node, path string) wire.Override {
+	var o wire.Override
+	formats := make([]string, len(wire.Formats))
+	for i, f := range wire.Formats {
+		formats[i] = string(f)
+	}
+	d.mapping(n, path, []field{
+		{"json", func(n *yaml.Node, p string) { o.JSON = d.str(n, p) }},
+		{"xml", func(n *yaml.Node, p string) { o.XML = d.str(n, p) }},
+		{"period", func(n *yaml.Node, p string) { o.Period = d.str(n, p) }},
+		{"period_format", func(n *yaml.Node, p string) { o.PeriodFormat = wire.Format(d.oneOf(n, p, formats)) }},
+		{"keys", func(n *yaml.Node, p string) { o.Keys = nonNil(d.strList(n, p)) }},
+		{"values", func(n *yaml.Node, p string) {
+			o.Values = nonNil(d.strList(n, p))
+			if len(o.Values) == 0 {
+				d.errorf(n, p, "name at least one value field")
+			}
+		}},
+	})
+	return o
+}
+
+// nonNil turns a nil list into an empty one: a declared empty keys list
+// replaces the connector's.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func fmtSeconds(d time.Duration) string {

@@ -192,18 +192,6 @@ func TestLoadProblems(t *testing.T) {
 			want:      []string{`registry/datasets/a.yaml:1: id: invalid id "Tour_1": use lower-case letters, digits and single hyphens ([a-z0-9-]+, at most 64 characters)`},
 		},
 		{
-			name:      "request field the connector does not use",
-			providers: baseProviders,
-			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n  tr_id: FHKUP03500100\n  series_id: DGS10\n"},
-			want:      []string{`registry/datasets/k.yaml:6: request.series_id: field "series_id" is not used by the kis connector (it uses: method, path, tr_id, params, format)`},
-		},
-		{
-			name:      "request missing a required field",
-			providers: baseProviders,
-			datasets:  map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n"},
-			want:      []string{`registry/datasets/k.yaml:4: request: dataset "k": the kis connector needs request.tr_id`},
-		},
-		{
 			name:      "placeholder typo",
 			providers: baseProviders,
 			datasets:  map[string]string{"a.yaml": strings.Replace(tourDataset, `"{from}"`, `"{form}"`, 1)},
@@ -231,7 +219,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "unknown dataset field in a multi-document file",
 			providers: baseProviders,
 			datasets:  map[string]string{"m.yaml": tourDataset + "---\nid: tour2\nprovider: datago\nscope_key: x\nintervall: 5\n"},
-			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms)`},
+			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms, rows)`},
 		},
 		{
 			name:      "budget gate: three datasets over one service's daily limit",

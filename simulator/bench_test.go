@@ -1,6 +1,7 @@
-package simulator
+package simulator_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/simulator/simtest"
 )
 
 // benchRequest is one request of the benchmark mix.
@@ -30,16 +33,16 @@ type benchRequest struct {
 // rotates through all five; "health" is the HTTP ceiling of this machine
 // (client and server share its cores).
 func BenchmarkSimulatorThroughput(b *testing.B) {
-	reg, err := registry.LoadDir("testdata/bench", registry.Options{Now: func() time.Time { return testNow }})
+	reg, err := registry.LoadDir("testdata/bench", registry.Options{Now: func() time.Time { return simtest.Now }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	// A clock that moves 1 ms a call, with every window scaled to a few
 	// microseconds: no limit binds, whatever the machine's clock
-	// resolution, and the data is that of testNow.
+	// resolution, and the data is that of simtest.Now.
 	var ticks atomic.Int64
-	now := func() time.Time { return testNow.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
-	sim, err := New(Options{Registry: reg, RateScale: 1e6, Seed: 1, Now: now})
+	now := func() time.Time { return simtest.Now.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	sim, err := simulator.New(simulator.Options{Registry: reg, RateScale: 1e6, Seed: 1, Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func BenchmarkSimulatorThroughput(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 
 	tokBody, _ := json.Marshal(map[string]string{"grant_type": "client_credentials", "appkey": creds["KIS_APP_KEY"], "appsecret": creds["KIS_APP_SECRET"]})
-	resp, err := client.Post(base+"/oauth2/tokenP", "application/json", bytesReader(tokBody))
+	resp, err := client.Post(base+"/oauth2/tokenP", "application/json", bytes.NewReader(tokBody))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,16 +68,16 @@ func BenchmarkSimulatorThroughput(b *testing.B) {
 	resp.Body.Close()
 
 	reqs := []benchRequest{
-		{"kis", kisIndexQuery("0001", "20250101", "20250311"), map[string]string{
+		{"kis", "/uapi/domestic-stock/v1/quotations/inquire-daily-indexchartprice?FID_COND_MRKT_DIV_CODE=U&FID_INPUT_ISCD=0001&FID_INPUT_DATE_1=20250101&FID_INPUT_DATE_2=20250311&FID_PERIOD_DIV_CODE=D", map[string]string{
 			"authorization": "Bearer " + tok.AccessToken, "appkey": creds["KIS_APP_KEY"], "appsecret": creds["KIS_APP_SECRET"],
 			"tr_id": "FHKUP03500100", "custtype": "P"}},
 		{"ecos", "/api/StatisticSearch/" + creds["ECOS_API_KEY"] + "/json/kr/1/100/722Y001/D/20250101/20250311/0101000", nil},
 		{"fred", "/fred/series/observations?series_id=DGS10&file_type=json&observation_start=2025-01-01&observation_end=2025-03-31&api_key=" + creds["FRED_API_KEY"], nil},
 		{"upbit", "/v1/candles/days?market=KRW-BTC&count=50&to=2025-03-01T00:00:00Z", nil},
-		{"datago", fscIndexPath + "?serviceKey=" + url.QueryEscape(creds["DATAGO_SERVICE_KEY"]) + "&resultType=json&basDt=20250310&numOfRows=100", nil},
+		{"datago", "/1160100/GetMarketIndexInfoService_V2/getStockMarketIndex_V2?serviceKey=" + url.QueryEscape(creds["DATAGO_SERVICE_KEY"]) + "&resultType=json&basDt=20250310&numOfRows=100", nil},
 	}
 	run := func(b *testing.B, mix []benchRequest) {
-		var failed, bytes atomic.Int64
+		var failed, nbytes atomic.Int64
 		b.SetParallelism(4)
 		b.ResetTimer()
 		start := time.Now()
@@ -94,7 +97,7 @@ func BenchmarkSimulatorThroughput(b *testing.B) {
 				}
 				n, _ := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				bytes.Add(n)
+				nbytes.Add(n)
 				if resp.StatusCode != http.StatusOK {
 					failed.Add(1)
 				}
@@ -106,7 +109,7 @@ func BenchmarkSimulatorThroughput(b *testing.B) {
 			b.Fatalf("%d of %d requests failed", f, b.N)
 		}
 		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-		b.ReportMetric(float64(bytes.Load())/float64(b.N), "bytes/req")
+		b.ReportMetric(float64(nbytes.Load())/float64(b.N), "bytes/req")
 	}
 	// The HTTP ceiling: a trivial control endpoint.
 	b.Run("health", func(b *testing.B) { run(b, []benchRequest{{"health", "/_sim/health", nil}}) })

@@ -13,11 +13,13 @@ import (
 //	GET  /_sim/health             {"ok":true}
 //	GET  /_sim/stats              Stats
 //	GET  /_sim/faults             the injected faults
-//	POST /_sim/faults             replace them (a JSON list, or one object)
+//	POST /_sim/faults             replace them: a JSON list, one JSON object, or
+//	                              text, one --fault spec a line (ParseFault)
 //	DELETE /_sim/faults           remove them all
 //	POST /_sim/reset              Reset: windows, quotas, statistics, blocks
-//	POST /_sim/kis/expire-tokens  expire every KIS token (?invalidate=1: forget them)
 //	GET  /_sim/credentials        the accepted test credentials by env-var name
+//	…    /_sim/<connector>/…      a provider's own endpoints (Controller),
+//	                              e.g. POST /_sim/kis/expire-tokens
 func (s *Simulator) control(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
@@ -47,28 +49,48 @@ func (s *Simulator) control(w http.ResponseWriter, r *http.Request) {
 	case path == "/_sim/reset" && r.Method == http.MethodPost:
 		s.Reset()
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	case path == "/_sim/kis/expire-tokens" && r.Method == http.MethodPost:
-		var n int
-		if v := r.URL.Query().Get("invalidate"); v == "1" || v == "true" {
-			n = s.InvalidateKISTokens()
-		} else {
-			n = s.ExpireKISTokens()
-		}
-		writeJSON(w, http.StatusOK, map[string]int{"tokens": n})
 	case path == "/_sim/credentials" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, s.Credentials())
 	default:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint " + r.Method + " " + r.URL.Path})
+		if !s.providerControl(w, r, path) {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint " + r.Method + " " + r.URL.Path})
+		}
 	}
 }
 
-// decodeFaults reads a JSON list of faults, or a single fault object.
+// providerControl hands /_sim/<connector>/… to that provider's Controller.
+func (s *Simulator) providerControl(w http.ResponseWriter, r *http.Request, path string) bool {
+	name, rest, _ := strings.Cut(strings.TrimPrefix(path, "/_sim/"), "/")
+	c, ok := s.Provider(name).(Controller)
+	return ok && c.Control(w, r, "/"+rest)
+}
+
+// WriteJSON answers a control request with v as indented JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// decodeFaults reads a JSON list of faults, a single fault object, or
+// lines of --fault specs (a client that knows no Fault type, such as
+// connectortest, sends the flag's syntax); no line at all is no fault.
 func decodeFaults(body io.Reader) ([]Fault, error) {
 	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("reading faults: %w", err)
 	}
 	trimmed := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(trimmed, "{") && !strings.HasPrefix(trimmed, "[") {
+		var faults []Fault
+		for _, line := range strings.Split(trimmed, "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			f, err := ParseFault(line)
+			if err != nil {
+				return nil, err
+			}
+			faults = append(faults, f)
+		}
+		return faults, nil
+	}
 	dec := func(v any) error {
 		d := json.NewDecoder(strings.NewReader(trimmed))
 		d.DisallowUnknownFields()

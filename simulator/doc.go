@@ -1,16 +1,16 @@
 // Package simulator is Sluice's provider simulator: one HTTP server that
-// serves the five providers of the registry — KIS, ECOS, FRED, UPBIT and
-// data.go.kr (by each provider's connector) — at their real paths, with
-// their real envelopes, status codes and error bodies (as the design's
-// provider wire facts, providers.md, describe them), synthetic
-// deterministic data,
-// the registry's limits enforced per scope instance, and injectable
+// serves the providers of the registry at their real paths, with their
+// real envelopes, status codes and error bodies (as the design's provider
+// wire facts, docs/providers.md, describe them), synthetic deterministic
+// data, the registry's limits enforced per scope instance, and injectable
 // faults. Every later test proves "zero violations" from its statistics.
 //
 // It is written from the wire facts alone and shares no code with the
 // connectors.
 //
 // # Use
+//
+//	import _ "github.com/sluicehq/sluice/simulator/all" // every provider
 //
 //	sim, err := simulator.New(simulator.Options{Registry: reg, RateScale: 10})
 //	base, err := sim.Start(ctx, "127.0.0.1:0") // or serve sim.Handler()
@@ -20,20 +20,21 @@
 // Point every provider's base URL at base. A provider whose registry
 // base_url has a path prefix is served with and without it.
 //
-// # Routing
+// # Providers
 //
-//   - KIS: POST /oauth2/tokenP, POST /oauth2/revokeP, and GET on every path
-//     a kis dataset declares, told apart by the tr_id header (an unknown
-//     tr_id gets rt_cd "1", OPSQ0002). The provider is found by app key.
-//   - ECOS: GET /api/StatisticSearch/{KEY}/{json|xml}/{kr|en}/{start}/{end}/
-//     {STAT}/{CYCLE}/{from}/{to}/{items…}; provider by key.
-//   - FRED: GET /fred/series/observations; provider by api_key.
-//   - UPBIT: GET /v1/candles/{days,weeks,months,minutes/N} (no auth; the
-//     ip scope) and the exchange endpoints GET /v1/accounts and
-//     GET /v1/orders/chance (HS512 JWT; the account scope).
-//   - data.go.kr: every path a datago dataset declares, key in serviceKey
-//     or ServiceKey; the dataset (and its scope_key service) is found by
-//     path, then by the best match of its fixed parameters.
+// This package is the core: scope windows and quotas, statistics, faults,
+// the control API, test credentials and the encoding helpers (JSON, XML,
+// number formats) the providers share; simulator/synth makes the
+// synthetic data. Each wire format is a package of its own —
+// simulator/kis, simulator/ecos, simulator/fred, simulator/upbit,
+// simulator/datago, each documenting its paths, errors and data — that
+// implements Provider (its routes and handlers, its credential checks and
+// shapes, its data) and registers itself by its registry connector name
+// (Register, from init); simulator/all links all five. New builds a
+// Provider for every connector the registry uses and asks them, in
+// connector-name order, to claim each request; the core then applies the
+// faults, counts the request, calls the provider's handler and delivers
+// the answer. The core never imports a provider.
 //
 // Known stat codes, series, markets, tr_ids and index codes are answered;
 // anything the registry does not declare is "not found" in the
@@ -42,15 +43,15 @@
 //
 // # Limits
 //
-// Each authenticated call is charged to the scope instances it counts
-// against: the provider's key/ip/account scopes, plus for per-service
-// limits the dataset's service (datago/service/<scope_key>). UPBIT charges
-// candles to its ip scope and exchange calls to its account scope only;
-// like the registry, which has one upbit/ip instance, the simulator counts
-// every client as the same IP. Calls that fail authentication are charged
-// to no scope (they count as the provider's auth_failures), and KIS
-// /oauth2 calls are not charged to the data windows: they have their own
-// limit (below).
+// Each authenticated call is charged (Host.Admit) to the scope instances
+// it counts against: the provider's key/ip/account scopes, plus for
+// per-service limits the dataset's service (datago/service/<scope_key>).
+// UPBIT charges candles to its ip scope and exchange calls to its account
+// scope only; like the registry, which has one upbit/ip instance, the
+// simulator counts every client as the same IP. Calls that fail
+// authentication are charged to no scope (they count as the provider's
+// auth_failures), and KIS /oauth2 calls are not charged to the data
+// windows: they have their own limit (Scope.TokenRequest).
 // Within a scope instance, from ScopeInstance.Limit (unknown values
 // already replaced by the registry defaults):
 //
@@ -71,21 +72,8 @@
 // (per-second window or minimum interval) or 22 (daily quota) as XML in
 // HTTP 200.
 //
-// KIS tokens: /oauth2/tokenP more than once per minute (÷ RateScale) per
-// app key answers 403 EGW00133 and counts as a violation; a token lives
-// 86,400 s (not scaled) and a request within 6 h of the last issuance
-// returns the same token. Data calls with an unknown or revoked token get
-// HTTP 500 EGW00121, with an expired one EGW00123. ExpireKISTokens and
-// InvalidateKISTokens (POST /_sim/kis/expire-tokens[?invalidate=1]) force
-// both for tests.
-//
-// UPBIT escalation (a simulator rule): every 429 is a strike; 5 strikes
-// within 10 s block the scope for 10 s, doubling with each further block
-// up to 1 h (all ÷ RateScale). While blocked every call answers 418 and
-// counts as a violation. A 429 caused by a RejectAtFraction fault is a
-// strike too: the provider cannot tell. Every UPBIT answer carries
-// "Remaining-Req: group=candles; min=1800; sec=N" (group default for the
-// exchange endpoints), N being what the second window has left.
+// A provider may block repeat offenders (Host.AdmitBlocking with its
+// BlockRule: UPBIT's 418 escalation).
 //
 // # Statistics
 //
@@ -125,12 +113,6 @@
 // some weeks after the period, FRED daily the next day 16:00 Chicago,
 // data.go.kr the next business day 13:00 KST, UPBIT candles as they form).
 //
-// KIS charts answer at most 50 rows, newest first; a response header
-// tr_cont "F" (first page) or "M" (middle) means more, "D" (only page)
-// or "E" (last page) means done; ask again with the same query and
-// request header tr_cont: N for the next page. Narrowing FID_INPUT_DATE_2
-// pages statelessly too. data.go.kr pages with pageNo/numOfRows; a page
-// of one item carries it as an object, an empty result answers resultCode
-// 03 with items "". ECOS pages with start/end rows; FRED with
-// limit/offset; UPBIT with to (exclusive) and count ≤ 200.
+// Each provider package says how it pages (KIS tr_cont, ECOS start/end
+// rows, FRED limit/offset, UPBIT to/count, data.go.kr pageNo/numOfRows).
 package simulator

@@ -1,77 +1,95 @@
 package simulator
 
 import (
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
 
-// jw is a minimal streaming JSON writer that keeps key order, so every
-// answer is byte-for-byte deterministic and cheap to build.
-type jw struct {
+// JSON is a minimal streaming JSON writer that keeps key order, so every
+// answer is byte-for-byte deterministic and cheap to build. The zero value
+// is ready; NewJSON preallocates.
+type JSON struct {
 	b     []byte
 	comma bool
 }
 
-func (w *jw) sep() {
+// NewJSON returns a writer with room for n bytes.
+func NewJSON(n int) *JSON { return &JSON{b: make([]byte, 0, n)} }
+
+// Bytes returns what was written.
+func (w *JSON) Bytes() []byte { return w.b }
+
+func (w *JSON) sep() {
 	if w.comma {
 		w.b = append(w.b, ',')
 	}
 }
 
-func (w *jw) open(c byte) {
+// Open starts an object ('{') or an array ('[').
+func (w *JSON) Open(c byte) {
 	w.sep()
 	w.b = append(w.b, c)
 	w.comma = false
 }
 
-func (w *jw) close(c byte) {
+// Close ends an object ('}') or an array (']').
+func (w *JSON) Close(c byte) {
 	w.b = append(w.b, c)
 	w.comma = true
 }
 
-func (w *jw) key(k string) {
+// Key writes an object key; the value follows.
+func (w *JSON) Key(k string) {
 	w.sep()
 	w.b = appendJSONString(w.b, k)
 	w.b = append(w.b, ':')
 	w.comma = false
 }
 
-func (w *jw) str(v string) {
+// Str writes a string value.
+func (w *JSON) Str(v string) {
 	w.sep()
 	w.b = appendJSONString(w.b, v)
 	w.comma = true
 }
 
-// raw writes a literal (number, true, null) as is.
-func (w *jw) raw(v string) {
+// Raw writes a literal (number, true, null) as is.
+func (w *JSON) Raw(v string) {
 	w.sep()
 	w.b = append(w.b, v...)
 	w.comma = true
 }
 
-func (w *jw) int(v int64) {
+// Int writes an integer value.
+func (w *JSON) Int(v int64) {
 	w.sep()
 	w.b = strconv.AppendInt(w.b, v, 10)
 	w.comma = true
 }
 
-func (w *jw) kstr(k, v string) { w.key(k); w.str(v) }
-func (w *jw) kraw(k, v string) { w.key(k); w.raw(v) }
-func (w *jw) kint(k string, v int64) {
-	w.key(k)
-	w.int(v)
+// KStr writes "k":"v".
+func (w *JSON) KStr(k, v string) { w.Key(k); w.Str(v) }
+
+// KRaw writes "k":v with v a literal.
+func (w *JSON) KRaw(k, v string) { w.Key(k); w.Raw(v) }
+
+// KInt writes "k":v.
+func (w *JSON) KInt(k string, v int64) {
+	w.Key(k)
+	w.Int(v)
 }
 
-// knull writes "k":null.
-func (w *jw) knull(k string) { w.key(k); w.raw("null") }
+// KNull writes "k":null.
+func (w *JSON) KNull(k string) { w.Key(k); w.Raw("null") }
 
-// kstrOrNull writes the string, or null when it is empty.
-func (w *jw) kstrOrNull(k, v string) {
+// KStrOrNull writes the string, or null when it is empty.
+func (w *JSON) KStrOrNull(k, v string) {
 	if v == "" {
-		w.knull(k)
+		w.KNull(k)
 		return
 	}
-	w.kstr(k, v)
+	w.KStr(k, v)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -118,8 +136,8 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendXMLText appends s escaped for XML text and attribute values.
-func appendXMLText(b []byte, s string) []byte {
+// AppendXMLText appends s escaped for XML text and attribute values.
+func AppendXMLText(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch c {
@@ -155,25 +173,25 @@ func appendXMLText(b []byte, s string) []byte {
 	return b
 }
 
-// xelem appends <name>text</name>.
-func xelem(b []byte, name, text string) []byte {
+// AppendXMLElem appends <name>text</name>.
+func AppendXMLElem(b []byte, name, text string) []byte {
 	b = append(b, '<')
 	b = append(b, name...)
 	b = append(b, '>')
-	b = appendXMLText(b, text)
+	b = AppendXMLText(b, text)
 	b = append(b, '<', '/')
 	b = append(b, name...)
 	return append(b, '>')
 }
 
-// formatFixed formats v with exactly dec decimals.
-func formatFixed(v float64, dec int) string {
+// FormatFixed formats v with exactly dec decimals.
+func FormatFixed(v float64, dec int) string {
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }
 
-// formatTrim formats v rounded to dec decimals without trailing zeros
+// FormatTrim formats v rounded to dec decimals without trailing zeros
 // (ECOS style: "3.5", "1305.1").
-func formatTrim(v float64, dec int) string {
+func FormatTrim(v float64, dec int) string {
 	s := strconv.FormatFloat(v, 'f', dec, 64)
 	if dec > 0 {
 		for s[len(s)-1] == '0' {
@@ -187,4 +205,19 @@ func formatTrim(v float64, dec int) string {
 		s = "0"
 	}
 	return s
+}
+
+// FormatAmount formats a non-negative amount as an integer string (a
+// negative or NaN amount as 0).
+func FormatAmount(v float64) string {
+	if v < 0 || v != v {
+		v = 0
+	}
+	return strconv.FormatInt(int64(math.Round(v)), 10)
+}
+
+// Round rounds v to dec decimals.
+func Round(v float64, dec int) float64 {
+	p := math.Pow(10, float64(dec))
+	return math.Round(v*p) / p
 }

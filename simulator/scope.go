@@ -21,10 +21,11 @@ type window struct {
 	maxAcc   int
 }
 
-// scopeState is the exact bookkeeping of one scope instance: sliding-window
-// logs, the daily quota and the statistics /_sim/stats reports. It is
-// guarded by Simulator.mu.
-type scopeState struct {
+// Scope is the exact bookkeeping of one scope instance: sliding-window
+// logs, the daily quota, token issuance, blocks and the statistics
+// /_sim/stats reports. It is guarded by the simulator's state lock: a
+// provider calls its methods inside Host.Locked.
+type Scope struct {
 	id          string
 	provider    string
 	inst        *registry.ScopeInstance
@@ -63,8 +64,8 @@ type scopeState struct {
 	blocks     int
 }
 
-func newScopeState(inst *registry.ScopeInstance, scale float64) *scopeState {
-	st := &scopeState{
+func newScopeState(inst *registry.ScopeInstance, scale float64) *Scope {
+	st := &Scope{
 		id:       inst.ID,
 		provider: inst.Provider.ID,
 		inst:     inst,
@@ -104,7 +105,7 @@ func scaleDuration(d time.Duration, scale float64) time.Duration {
 }
 
 // resetCounters clears every window, quota and statistic.
-func (st *scopeState) resetCounters() {
+func (st *Scope) resetCounters() {
 	for _, w := range st.windows {
 		w.accepted.reset()
 		w.all.reset()
@@ -126,26 +127,27 @@ func (st *scopeState) resetCounters() {
 // clock converts now into nanoseconds since the scope's epoch (the first
 // call after a reset). Going back in time is clamped by callers' use of
 // differences only.
-func (st *scopeState) clock(now time.Time) int64 {
+func (st *Scope) clock(now time.Time) int64 {
 	if !st.hasEpoch {
 		st.epoch, st.hasEpoch = now, true
 	}
 	return int64(now.Sub(st.epoch))
 }
 
-// verdict is the outcome of checking one call against a scope instance.
-type verdict int
+// Verdict is the outcome of checking one call against a scope instance.
+type Verdict int
 
+// The verdicts.
 const (
-	admitted verdict = iota
-	overWindow
-	overInterval
-	overDaily
+	Admitted     Verdict = iota
+	OverWindow           // a sliding window is full
+	OverInterval         // the minimum interval has not passed
+	OverDaily            // the daily quota is spent
 )
 
 // observe records a call in the statistics of every window ("as seen by
 // the provider": accepted and rejected alike) and rolls the daily quota.
-func (st *scopeState) observe(now time.Time) int64 {
+func (st *Scope) observe(now time.Time) int64 {
 	t := st.clock(now)
 	st.calls++
 	for _, w := range st.windows {
@@ -178,7 +180,7 @@ func (st *scopeState) observe(now time.Time) int64 {
 	return t
 }
 
-func (st *scopeState) rollDay(now time.Time) {
+func (st *Scope) rollDay(now time.Time) {
 	d := synth.DayOf(now.In(st.loc))
 	if d != st.day {
 		st.day, st.dayAccepted, st.dayAll = d, 0, 0
@@ -188,18 +190,18 @@ func (st *scopeState) rollDay(now time.Time) {
 // check decides whether a call at t (from observe) is within the limits,
 // each count multiplied by fraction (1 = as declared; below 1 when a fault
 // makes the provider stricter than its declaration). It changes nothing.
-func (st *scopeState) check(t int64, fraction float64) (verdict, string) {
+func (st *Scope) check(t int64, fraction float64) (Verdict, string) {
 	for _, w := range st.windows {
 		limit := scaledCount(w.count, fraction)
 		if w.daily {
 			if st.dayAccepted >= limit {
-				return overDaily, w.field
+				return OverDaily, w.field
 			}
 			continue
 		}
 		w.accepted.dropThrough(t - int64(w.length))
 		if w.accepted.len() >= limit {
-			return overWindow, w.field
+			return OverWindow, w.field
 		}
 	}
 	if st.minInterval > 0 && st.hasAccepted {
@@ -208,10 +210,10 @@ func (st *scopeState) check(t int64, fraction float64) (verdict, string) {
 			mi = time.Duration(float64(mi) / fraction)
 		}
 		if t-st.lastAccepted < int64(mi) {
-			return overInterval, "min_interval_seconds"
+			return OverInterval, "min_interval_seconds"
 		}
 	}
-	return admitted, ""
+	return Admitted, ""
 }
 
 func scaledCount(count int, fraction float64) int {
@@ -225,8 +227,8 @@ func scaledCount(count int, fraction float64) int {
 	return n
 }
 
-// accept commits an admitted call.
-func (st *scopeState) accept(t int64) {
+// accept commits an Admitted call.
+func (st *Scope) accept(t int64) {
 	st.accepted++
 	for _, w := range st.windows {
 		if w.daily {
@@ -257,7 +259,7 @@ func (st *scopeState) accept(t int64) {
 
 // remaining returns how many more calls the tightest sliding window allows
 // right now (after t), for UPBIT's Remaining-Req header.
-func (st *scopeState) remaining(t int64) int {
+func (st *Scope) remaining(t int64) int {
 	best := -1
 	for _, w := range st.windows {
 		if w.daily {
@@ -278,9 +280,10 @@ func (st *scopeState) remaining(t int64) int {
 	return best
 }
 
-// tokenRequest applies KIS's one-token-a-minute rule; it reports whether
-// the request may proceed.
-func (st *scopeState) tokenRequest(now time.Time) bool {
+// TokenRequest applies the one-token-a-minute rule (÷ the rate scale) of
+// a provider that issues access tokens (KIS tokenP) and reports whether
+// the request may proceed; a refusal counts as a violation.
+func (st *Scope) TokenRequest(now time.Time) bool {
 	t := st.clock(now)
 	st.tokenRequests++
 	st.tokenAll.dropThrough(t - int64(st.tokenWindow))
@@ -296,3 +299,9 @@ func (st *scopeState) tokenRequest(now time.Time) bool {
 	st.tokenAccepted.push(t)
 	return true
 }
+
+// TokenIssued counts a token request answered with a new token.
+func (st *Scope) TokenIssued() { st.tokensIssued++ }
+
+// TokenReused counts a token request answered with the current token.
+func (st *Scope) TokenReused() { st.tokensReused++ }

@@ -10,27 +10,24 @@ import (
 	"time"
 )
 
-// reply is a provider's answer before faults shape its delivery.
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-	// outcome is a short word for the debug log: ok, auth, limit, error.
-	outcome string
+// Reply is a provider's answer before faults shape its delivery.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Outcome is a short word for the debug log and the counters: ok,
+	// nodata, auth (counted as an authentication failure), limit, error.
+	Outcome string
 }
 
-func newReply(status int, contentType string, body []byte, outcome string) *reply {
+// NewReply returns a reply with its Content-Type.
+func NewReply(status int, contentType string, body []byte, outcome string) *Reply {
 	h := http.Header{}
 	h.Set("Content-Type", contentType)
-	return &reply{status: status, header: h, body: body, outcome: outcome}
+	return &Reply{Status: status, Header: h, Body: body, Outcome: outcome}
 }
 
-const (
-	ctJSON     = "application/json; charset=utf-8"
-	ctJSONUp   = "application/json;charset=UTF-8"
-	ctXML      = "text/xml;charset=UTF-8"
-	ctTextHTML = "text/html"
-)
+const ctTextHTML = "text/html"
 
 // effect is the combined result of every fault matching a request.
 type effect struct {
@@ -92,20 +89,20 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.control(w, r)
 		return
 	}
-	rt := s.route(r)
-	if rt.prov == nil {
+	rt, ok := s.route(r)
+	if !ok {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte("404 page not found\n"))
 		return
 	}
-	c := &rt.prov.counters
+	c := &rt.Instance.counters
 	c.requests.Add(1)
 	dsID := ""
-	if rt.ds != nil {
-		dsID = rt.ds.ID
+	if rt.Dataset != nil {
+		dsID = rt.Dataset.ID
 	}
-	e := s.effectFor(rt.prov.p.ID, dsID)
+	e := s.effectFor(rt.Instance.p.ID, dsID)
 	switch {
 	case e.down:
 		c.down.Add(1)
@@ -129,43 +126,23 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var rep *reply
-	switch rt.kind {
-	case routeKISToken:
-		rep = s.serveKISToken(r)
-	case routeKISRevoke:
-		rep = s.serveKISRevoke(r)
-	case routeKISData:
-		rep = s.serveKISData(r, rt, e.rejectAt)
-	case routeECOS:
-		rep = s.serveECOS(r, rt, e.rejectAt)
-	case routeFRED:
-		rep = s.serveFRED(r, rt, e.rejectAt)
-	case routeUpbitCandles:
-		rep = s.serveUpbitCandles(r, rt, e.rejectAt)
-	case routeUpbitExchange:
-		rep = s.serveUpbitExchange(r, rt, e.rejectAt)
-	case routeDatago:
-		rep = s.serveDatago(r, rt, e.rejectAt)
-	case routeDatagoUnknown:
-		rep = s.serveDatagoUnknown(r, rt, e.rejectAt)
-	}
-	if rep.outcome == "auth" {
+	rep := rt.Serve(r, rt, e.rejectAt)
+	if rep.Outcome == "auth" {
 		c.authFailures.Add(1)
 	}
-	s.logRequest(r, rt, rep.status, rep.outcome)
+	s.logRequest(r, rt, rep.Status, rep.Outcome)
 	s.deliver(w, r, rep, e, c)
 }
 
 // deliver writes the reply, slowly or truncated when a fault says so.
-func (s *Simulator) deliver(w http.ResponseWriter, r *http.Request, rep *reply, e effect, c *provCounters) {
+func (s *Simulator) deliver(w http.ResponseWriter, r *http.Request, rep *Reply, e effect, c *provCounters) {
 	h := w.Header()
-	for k, v := range rep.header {
+	for k, v := range rep.Header {
 		h[k] = v
 	}
-	body := rep.body
+	body := rep.Body
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(rep.status)
+	w.WriteHeader(rep.Status)
 	if r.Method == http.MethodHead {
 		return
 	}
@@ -240,28 +217,40 @@ func resetConnection(w http.ResponseWriter) {
 	panic(http.ErrAbortHandler)
 }
 
-func (s *Simulator) logRequest(r *http.Request, rt route, status int, outcome string) {
+func (s *Simulator) logRequest(r *http.Request, rt Route, status int, outcome string) {
 	ctx := r.Context()
 	if !s.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	ds := ""
-	if rt.ds != nil {
-		ds = rt.ds.ID
+	if rt.Dataset != nil {
+		ds = rt.Dataset.ID
 	}
-	// The path is logged without the query (keys live there) and, for
-	// ECOS, without its key segment.
-	s.log.DebugContext(ctx, "simulator request", "provider", rt.prov.p.ID, "dataset", ds,
-		"method", r.Method, "path", redactPath(rt), "status", status, "outcome", outcome)
+	// The path is logged without the query (keys live there) and as the
+	// provider redacted it (ECOS: without its key segment).
+	path := rt.LogPath
+	if path == "" {
+		path = rt.Path
+	}
+	s.log.DebugContext(ctx, "simulator request", "provider", rt.Instance.p.ID, "dataset", ds,
+		"method", r.Method, "path", path, "status", status, "outcome", outcome)
 }
 
-func redactPath(rt route) string {
-	if rt.kind == routeECOS {
-		seg := strings.SplitN(strings.TrimPrefix(rt.path, "/api/"), "/", 3)
-		if len(seg) >= 2 {
-			seg[1] = "REDACTED"
+// route asks each provider, in connector-name order, to claim a request.
+func (s *Simulator) route(r *http.Request) (Route, bool) {
+	for _, sp := range s.served {
+		if rt, ok := sp.p.Route(r); ok && rt.Instance != nil && rt.Serve != nil {
+			return rt, true
 		}
-		return "/api/" + strings.Join(seg, "/")
 	}
-	return rt.path
+	return Route{}, false
+}
+
+// BearerToken returns the token of an "Authorization: Bearer …" header.
+func BearerToken(h string) string {
+	h = strings.TrimSpace(h)
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
 }

@@ -47,11 +47,11 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Simulator serves the five providers of the registry — KIS, ECOS, FRED,
-// UPBIT and data.go.kr, by connector — at their real paths, with their
-// real envelopes and errors, synthetic deterministic data, the declared
-// limits enforced per scope instance and injectable faults. It is safe for
-// concurrent use.
+// Simulator serves the providers of the registry — by connector: KIS,
+// ECOS, FRED, UPBIT and data.go.kr with simulator/all linked — at their
+// real paths, with their real envelopes and errors, synthetic
+// deterministic data, the declared limits enforced per scope instance and
+// injectable faults. It is safe for concurrent use.
 type Simulator struct {
 	reg   *registry.Registry
 	now   func() time.Time
@@ -61,52 +61,27 @@ type Simulator struct {
 	seed  int64
 	creds map[string]string
 
-	provs  []*provState
-	byID   map[string]*provState
-	byConn map[string][]*provState
+	provs  []*Instance
+	byID   map[string]*Instance
+	byConn map[string][]*Instance
+	served []servedProvider // in connector-name order
 
-	kisRoutes    map[string][]*registry.Dataset // path → kis datasets
-	datagoRoutes map[string][]*registry.Dataset // path → datago datasets
-	datagoDirs   map[string]bool                // service directories of datago paths
-	ecosStats    map[string][]*registry.Dataset // stat code → datasets
-	fredSeries   map[string][]*registry.Dataset // series id → datasets
-	upbitMarkets map[string][]*registry.Dataset // market → datasets
-
-	scopes    []*scopeState // sorted by id
-	scopeByID map[string]*scopeState
+	scopes    []*Scope // sorted by id
+	scopeByID map[string]*Scope
 
 	faults atomic.Pointer[[]Fault]
 	rngMu  sync.Mutex
 	rng    *rand.Rand
 
-	// mu guards the scope states and the provider states below.
-	mu         sync.Mutex
-	kisTokens  map[string]*kisToken
-	kisCursors map[string]int
-	nonces     map[string]struct{}
-	nonceOrder []string
+	// mu guards the scope states and the providers' own states (see
+	// Host.Locked).
+	mu sync.Mutex
 
 	srvMu   sync.Mutex
 	srv     *http.Server
 	ln      net.Listener
 	baseURL string
 	done    chan struct{}
-}
-
-// provState is one provider as the simulator serves it.
-type provState struct {
-	p      *registry.Provider
-	conn   string
-	prefix string            // path of the declared base URL, e.g. "/1160100"
-	creds  map[string]string // role → accepted value ("" = nothing accepted)
-	// scopes are the provider's non-service scope instances in declared
-	// order; byScope indexes them by scope name.
-	scopes  []*scopeState
-	byScope map[string]*scopeState
-	// tokenScope carries KIS token statistics (the key scope).
-	tokenScope *scopeState
-	kisCurrent *kisToken // guarded by Simulator.mu
-	counters   provCounters
 }
 
 type provCounters struct {
@@ -130,26 +105,17 @@ func New(opts Options) (*Simulator, error) {
 		return nil, fmt.Errorf("creating simulator: %w", err)
 	}
 	s := &Simulator{
-		reg:          opts.Registry,
-		now:          opts.Now,
-		sleep:        opts.Sleep,
-		log:          opts.Logger,
-		scale:        scale,
-		seed:         opts.Seed,
-		creds:        opts.Credentials,
-		byID:         map[string]*provState{},
-		byConn:       map[string][]*provState{},
-		kisRoutes:    map[string][]*registry.Dataset{},
-		datagoRoutes: map[string][]*registry.Dataset{},
-		datagoDirs:   map[string]bool{},
-		ecosStats:    map[string][]*registry.Dataset{},
-		fredSeries:   map[string][]*registry.Dataset{},
-		upbitMarkets: map[string][]*registry.Dataset{},
-		scopeByID:    map[string]*scopeState{},
-		rng:          rand.New(rand.NewPCG(uint64(opts.Seed), 0x5111ce)),
-		kisTokens:    map[string]*kisToken{},
-		kisCursors:   map[string]int{},
-		nonces:       map[string]struct{}{},
+		reg:       opts.Registry,
+		now:       opts.Now,
+		sleep:     opts.Sleep,
+		log:       opts.Logger,
+		scale:     scale,
+		seed:      opts.Seed,
+		creds:     opts.Credentials,
+		byID:      map[string]*Instance{},
+		byConn:    map[string][]*Instance{},
+		scopeByID: map[string]*Scope{},
+		rng:       rand.New(rand.NewPCG(uint64(opts.Seed), 0x5111ce)),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -174,10 +140,7 @@ func New(opts Options) (*Simulator, error) {
 	sort.Slice(s.scopes, func(i, j int) bool { return s.scopes[i].id < s.scopes[j].id })
 
 	for _, p := range opts.Registry.Providers {
-		ps := &provState{p: p, conn: p.Connector, creds: map[string]string{}, byScope: map[string]*scopeState{}}
-		if ps.conn == "" {
-			ps.conn = p.ID
-		}
+		ps := &Instance{p: p, conn: connectorOf(p), creds: map[string]string{}, byScope: map[string]*Scope{}}
 		if u, err := url.Parse(p.BaseURL); err == nil && p.BaseURL != "" {
 			ps.prefix = strings.TrimRight(u.Path, "/")
 		}
@@ -201,24 +164,8 @@ func New(opts Options) (*Simulator, error) {
 		s.byID[p.ID] = ps
 		s.byConn[ps.conn] = append(s.byConn[ps.conn], ps)
 	}
-	for _, ds := range opts.Registry.Datasets {
-		ps := s.byID[ds.Provider]
-		if ps == nil {
-			continue
-		}
-		switch ps.conn {
-		case "kis":
-			s.kisRoutes[ds.Request.Path] = append(s.kisRoutes[ds.Request.Path], ds)
-		case "datago":
-			s.datagoRoutes[ds.Request.Path] = append(s.datagoRoutes[ds.Request.Path], ds)
-			s.datagoDirs[pathDir(ds.Request.Path)] = true
-		case "ecos":
-			s.ecosStats[ds.Request.StatCode] = append(s.ecosStats[ds.Request.StatCode], ds)
-		case "fred":
-			s.fredSeries[ds.Request.SeriesID] = append(s.fredSeries[ds.Request.SeriesID], ds)
-		case "upbit":
-			s.upbitMarkets[ds.Request.Market] = append(s.upbitMarkets[ds.Request.Market], ds)
-		}
+	if err := s.buildProviders(); err != nil {
+		return nil, fmt.Errorf("creating simulator: %w", err)
 	}
 	return s, nil
 }
@@ -235,13 +182,6 @@ func realSleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func pathDir(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i > 0 {
-		return p[:i]
-	}
-	return "/"
 }
 
 // Handler returns the simulator's HTTP handler: the providers at their
@@ -278,9 +218,10 @@ func (s *Simulator) Faults() []Fault {
 	return append([]Fault(nil), (*s.faults.Load())...)
 }
 
-// Reset clears every scope's windows, quotas, statistics and UPBIT blocks,
-// the provider counters, KIS paging cursors and the token-issuance windows.
-// Issued KIS tokens and used UPBIT nonces stay valid and used.
+// Reset clears every scope's windows, quotas, statistics, blocks and
+// token-issuance windows, the provider counters and what each provider
+// clears of its own state (Provider.Reset: KIS paging cursors). Issued
+// KIS tokens and used UPBIT nonces stay valid and used.
 func (s *Simulator) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -293,7 +234,9 @@ func (s *Simulator) Reset() {
 			a.Store(0)
 		}
 	}
-	s.kisCursors = map[string]int{}
+	for _, sp := range s.served {
+		sp.p.Reset()
+	}
 }
 
 // Stats returns the same data as GET /_sim/stats.
@@ -320,11 +263,13 @@ func (s *Simulator) Stats() Stats {
 	return out
 }
 
-// admission is the outcome of charging a call to its scope instances.
-type admission struct {
-	ok      bool
-	scope   *scopeState // the scope that rejected
-	reason  verdict
+// Admission is the outcome of charging a call to its scope instances.
+type Admission struct {
+	// OK reports that every scope accepted the call.
+	OK bool
+	// Reason is why a scope rejected it.
+	Reason  Verdict
+	scope   *Scope // the scope that rejected
 	field   string // the window field or min_interval_seconds that bound
 	byFault bool   // rejected only because of a RejectAtFraction fault
 	t       int64  // the call's time in the first scope's clock
@@ -334,9 +279,9 @@ type admission struct {
 // the provider accepts it. Rejected calls do not count toward any window
 // or quota; they count as violations (or as fault rejections when only a
 // RejectAtFraction fault made the limit bind).
-func (s *Simulator) admit(ps *provState, scopes []*scopeState, fraction float64) admission {
+func (s *Simulator) admit(ps *Instance, scopes []*Scope, fraction float64) Admission {
 	if len(scopes) == 0 {
-		return admission{ok: true}
+		return Admission{OK: true}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -345,13 +290,13 @@ func (s *Simulator) admit(ps *provState, scopes []*scopeState, fraction float64)
 	return s.admitLocked(ps, scopes, fraction, s.now())
 }
 
-func (s *Simulator) admitLocked(ps *provState, scopes []*scopeState, fraction float64, now time.Time) admission {
+func (s *Simulator) admitLocked(ps *Instance, scopes []*Scope, fraction float64, now time.Time) Admission {
 	var tsArr [4]int64
 	ts := tsArr[:0]
 	for _, st := range scopes {
 		ts = append(ts, st.observe(now))
 	}
-	reject := func(idx int, v verdict, field string, byFault bool) admission {
+	reject := func(idx int, v Verdict, field string, byFault bool) Admission {
 		for i, st := range scopes {
 			switch {
 			case i == idx && byFault:
@@ -365,16 +310,16 @@ func (s *Simulator) admitLocked(ps *provState, scopes []*scopeState, fraction fl
 		if byFault {
 			ps.counters.at.Add(1)
 		}
-		return admission{scope: scopes[idx], reason: v, field: field, byFault: byFault, t: ts[0]}
+		return Admission{scope: scopes[idx], Reason: v, field: field, byFault: byFault, t: ts[0]}
 	}
 	for i, st := range scopes {
-		if v, field := st.check(ts[i], 1); v != admitted {
+		if v, field := st.check(ts[i], 1); v != Admitted {
 			return reject(i, v, field, false)
 		}
 	}
 	if fraction > 0 && fraction < 1 {
 		for i, st := range scopes {
-			if v, field := st.check(ts[i], fraction); v != admitted {
+			if v, field := st.check(ts[i], fraction); v != Admitted {
 				return reject(i, v, field, true)
 			}
 		}
@@ -382,41 +327,19 @@ func (s *Simulator) admitLocked(ps *provState, scopes []*scopeState, fraction fl
 	for i, st := range scopes {
 		st.accept(ts[i])
 	}
-	return admission{ok: true, t: ts[0]}
+	return Admission{OK: true, t: ts[0]}
 }
 
 // datasetScopes returns the scope instances a dataset's calls count
 // against at provider ps: each of its non-service scopes and, for a
 // per-service limit, the dataset's service. Without a dataset, only the
 // non-service scopes.
-func (s *Simulator) datasetScopes(ps *provState, ds *registry.Dataset) []*scopeState {
-	out := append([]*scopeState(nil), ps.scopes...)
+func (s *Simulator) datasetScopes(ps *Instance, ds *registry.Dataset) []*Scope {
+	out := append([]*Scope(nil), ps.scopes...)
 	if ds != nil && ds.ScopeKey != "" && ps.p.ServiceScoped() {
 		if st := s.scopeByID[ps.p.ID+"/"+registry.ScopeService+"/"+ds.ScopeKey]; st != nil {
 			out = append(out, st)
 		}
 	}
 	return out
-}
-
-// credentialOwner returns the provider of connector conn whose credential
-// role has value v, or nil.
-func (s *Simulator) credentialOwner(conn, role, v string) *provState {
-	if v == "" {
-		return nil
-	}
-	for _, ps := range s.byConn[conn] {
-		if ps.creds[role] == v {
-			return ps
-		}
-	}
-	return nil
-}
-
-// firstOf returns the first provider served by connector conn, or nil.
-func (s *Simulator) firstOf(conn string) *provState {
-	if l := s.byConn[conn]; len(l) > 0 {
-		return l[0]
-	}
-	return nil
 }

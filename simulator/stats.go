@@ -122,7 +122,7 @@ type FaultStats struct {
 func ms(d int64) float64 { return float64(d) / float64(time.Millisecond) }
 
 // snapshot returns the scope's statistics; the caller holds the lock.
-func (st *scopeState) snapshot(now time.Time) *ScopeStats {
+func (st *Scope) snapshot(now time.Time) *ScopeStats {
 	out := &ScopeStats{
 		Provider:            st.provider,
 		Calls:               st.calls,

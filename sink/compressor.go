@@ -45,15 +45,16 @@ func (c *compressor) get(w io.Writer) (*zstd.Encoder, error) {
 	return e, nil
 }
 
-// stream compresses body into w until EOF, hashing the raw bytes on the
-// way. It returns the raw size and SHA-256. When it returns, the encoder
-// has finished every write to w, even on error.
-func (c *compressor) stream(ctx context.Context, w io.Writer, body io.Reader) (int64, []byte, error) {
+// stream compresses body into w as one zstd frame until EOF, hashing the
+// raw bytes on the way (also into also, when not nil: the whole object's
+// hash across pages). It returns the raw size and SHA-256. When it
+// returns, the encoder has finished every write to w, even on error.
+func (c *compressor) stream(ctx context.Context, w io.Writer, body io.Reader, also hash.Hash) (int64, []byte, error) {
 	enc, err := c.get(w)
 	if err != nil {
 		return 0, nil, err
 	}
-	src := &hashingReader{ctx: ctx, r: body, h: sha256.New()}
+	src := &hashingReader{ctx: ctx, r: body, h: sha256.New(), also: also}
 	_, err = enc.ReadFrom(src)
 	if err == nil {
 		err = enc.Close()
@@ -73,10 +74,11 @@ func (c *compressor) stream(ctx context.Context, w io.Writer, body io.Reader) (i
 
 // hashingReader hashes and counts what it reads and stops once ctx is done.
 type hashingReader struct {
-	ctx context.Context
-	r   io.Reader
-	h   hash.Hash
-	n   int64
+	ctx  context.Context
+	r    io.Reader
+	h    hash.Hash
+	also hash.Hash
+	n    int64
 }
 
 // Read reads from the source, hashing and counting what it returns, and
@@ -87,6 +89,9 @@ func (r *hashingReader) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	r.h.Write(p[:n])
+	if r.also != nil {
+		r.also.Write(p[:n])
+	}
 	r.n += int64(n)
 	return n, err
 }

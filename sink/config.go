@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/pflag"
@@ -237,7 +238,7 @@ func (c *Config) Describe() string {
 // with Open.
 func (c *Config) OpenExisting(ctx context.Context) (Sink, error) {
 	if c.S3Bucket != "" {
-		return c.Open(ctx)
+		return c.openS3(ctx, false)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("configuring the lake: %w", err)
@@ -253,9 +254,11 @@ func (c *Config) OpenExisting(ctx context.Context) (Sink, error) {
 	return l, nil
 }
 
-// Open validates the configuration and opens the lake it selects,
-// creating a local lake's directory when it does not exist (for writers;
-// readers use OpenExisting).
+// Open validates the configuration and opens the lake it selects for a
+// writer: a local lake's directory is created when it does not exist and
+// the temporary files of killed writers are removed (NewLocal); an S3
+// bucket's lifecycle rules are checked and every problem logged as a
+// warning (CheckLifecycle). Readers use OpenExisting.
 func (c *Config) Open(ctx context.Context) (Sink, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("configuring the lake: %w", err)
@@ -263,6 +266,29 @@ func (c *Config) Open(ctx context.Context) (Sink, error) {
 	if c.S3Bucket == "" {
 		return NewLocal(c.LakeRoot())
 	}
+	return c.openS3(ctx, true)
+}
+
+// lifecycleCheckTimeout bounds the lifecycle check at a writer's start.
+const lifecycleCheckTimeout = 15 * time.Second
+
+func (c *Config) openS3(ctx context.Context, writer bool) (Sink, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("configuring the lake: %w", err)
+	}
+	s, err := c.newS3(ctx)
+	if err != nil || !writer {
+		return s, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, lifecycleCheckTimeout)
+	defer cancel()
+	for _, p := range s.CheckLifecycle(cctx).Problems() {
+		s.log.Warn("s3 lake: "+p, "bucket", c.S3Bucket)
+	}
+	return s, nil
+}
+
+func (c *Config) newS3(ctx context.Context) (*S3, error) {
 	return NewS3(ctx, S3Config{
 		Bucket:      c.S3Bucket,
 		Endpoint:    c.S3Endpoint,

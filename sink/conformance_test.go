@@ -34,6 +34,9 @@ type backend struct {
 	leftovers func(t *testing.T) []string
 	// raw returns the stored bytes of key exactly as the store holds them.
 	raw func(t *testing.T, key string) []byte
+	// damage flips the stored byte at offset of key's zstd stream,
+	// keeping its metadata: bit rot, or a bad disk.
+	damage func(t *testing.T, key string, offset int64)
 }
 
 func localBackend(t *testing.T) backend {
@@ -61,6 +64,16 @@ func localBackend(t *testing.T) backend {
 				t.Fatal(err)
 			}
 			return b
+		},
+		damage: func(t *testing.T, key string, offset int64) {
+			b, err := os.ReadFile(l.path(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[offset] ^= 0x55
+			if err := os.WriteFile(l.path(key), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		},
 	}
 }
@@ -116,6 +129,23 @@ func s3Backend(t *testing.T) backend {
 			}
 			return b
 		},
+		damage: func(t *testing.T, key string, offset int64) {
+			ctx := context.Background()
+			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: &srv.Bucket, Key: &key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(out.Body)
+			out.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[offset] ^= 0x55
+			if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: &srv.Bucket, Key: &key, Body: bytes.NewReader(b),
+				Metadata: out.Metadata, ContentType: out.ContentType}); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }
 
@@ -156,6 +186,10 @@ func TestConformance(t *testing.T) {
 			t.Run("NotFound", func(t *testing.T) { testNotFound(t, b) })
 			t.Run("List", func(t *testing.T) { testList(t, b) })
 			t.Run("SecretsRedacted", func(t *testing.T) { testSecretsRedacted(t, b) })
+			t.Run("PagesRoundTrip", func(t *testing.T) { testPagesRoundTrip(t, b) })
+			t.Run("PagesUnchangedSkip", func(t *testing.T) { testPagesUnchangedSkip(t, b) })
+			t.Run("PagesFailMidWrite", func(t *testing.T) { testPagesFailMidWrite(t, b) })
+			t.Run("DamagedIsRewritten", func(t *testing.T) { testDamagedIsRewritten(t, b) })
 		})
 	}
 }
@@ -254,7 +288,7 @@ func testRoundTrip(t *testing.T, b backend) {
 	want := Object{
 		Key: k, RawSHA256: sum(body), RawSize: int64(len(body)), CompressedSize: res.CompressedSize,
 		ContentType: "application/json; charset=utf-8", SourceURL: jsonMeta().SourceURL,
-		FetchedAt: fetchedAt, Writer: version.Version,
+		FetchedAt: fetchedAt, Writer: version.Version, Pages: 1,
 	}
 	checkObject(t, "Stat", stat(t, b.sink, k), want)
 	got, obj := read(t, b.sink, k)

@@ -11,12 +11,20 @@
 //     PartSize × (Concurrency+1) compressed bytes per object: Concurrency
 //     parts uploading and one filling. Result.PeakBuffered reports what a
 //     Put actually held.
-//   - Never partial: a failed or cancelled Put leaves no object at the key
-//     and never harms the object already there. Objects appear atomically,
-//     together with their metadata.
+//   - Never partial: a failed or cancelled Put (or Writer abandoned before
+//     Commit) leaves no object at the key and never harms the object
+//     already there. Objects appear atomically, together with their
+//     metadata.
 //   - Idempotent: the same key written again replaces the object; when the
-//     raw bytes are unchanged (same SHA-256 as recorded), the write is
-//     skipped and Result.Skipped says so.
+//     stored object verifiably holds the same pages (recorded SHA-256 and
+//     page count equal, and it decompresses to them: Verify), the write is
+//     skipped and Result.Skipped says so. A damaged object is rewritten.
+//   - Pages: a provider's answer in several calls is one object, each page
+//     one zstd frame, with a page index at the end of the stream (see
+//     Page, Writer, Pages, OpenPage).
+//   - Self-cleaning: a local lake opened for writing removes the temporary
+//     files of killed writers (Local.RemoveStale); an S3 lake opened for
+//     writing checks the bucket's lifecycle rules (S3.CheckLifecycle).
 //
 // Keys are built by Key alone:
 //
@@ -28,9 +36,11 @@
 // escape the lake.
 //
 // Every object records its raw SHA-256, raw size, compressed size, content
-// type, redacted source URL, fetch time and the writing Sluice version. On
+// type, redacted source URL, fetch time and the writing Sluice version, and
+// for more than one page the page count and the page index's size. On
 // S3 these are user metadata (x-amz-meta-sluice-raw-sha256, -raw-size,
-// -compressed-size, -content-type, -source-url, -fetched-at, -version) and
+// -compressed-size, -content-type, -source-url, -fetched-at, -version,
+// -pages, -page-index-size) and
 // the object's own Content-Type is application/zstd. In the local lake
 // they are a JSON zstd skippable frame at the end of the object file, so
 // the file stays a plain .zst file (`zstd -d` reads it) and one rename

@@ -226,3 +226,60 @@ func ExtForContentType(contentType string) (string, error) {
 	}
 	return "", fmt.Errorf("no lake extension for content type %q", mt)
 }
+
+// ParseKey reads back the KeySpec of a key Key built: provider, dataset,
+// logical dates (To zero for one day) and extension. Any other key — a
+// foreign object, a mistyped name — is an error wrapping ErrInvalidKey
+// that says what does not fit. ParseKey(k) succeeds exactly when Key of
+// its result is k again.
+func ParseKey(key string) (KeySpec, error) {
+	bad := func(why string) (KeySpec, error) {
+		return KeySpec{}, fmt.Errorf("%w: %q is not a Sluice lake key (%s; want provider=P/job=D/year=YYYY/D_YYYYMMDD[-YYYYMMDD].EXT.zst)",
+			ErrInvalidKey, printable(key), why)
+	}
+	segs := strings.Split(key, "/")
+	if len(segs) != 4 {
+		return bad(fmt.Sprintf("%d segments", len(segs)))
+	}
+	provider, ok1 := strings.CutPrefix(segs[0], "provider=")
+	dataset, ok2 := strings.CutPrefix(segs[1], "job=")
+	year, ok3 := strings.CutPrefix(segs[2], "year=")
+	if !ok1 || !ok2 || !ok3 {
+		return bad("segments must start provider=, job=, year=")
+	}
+	name, ok := strings.CutSuffix(segs[3], ".zst")
+	if !ok {
+		return bad("no .zst suffix")
+	}
+	dot := strings.LastIndexByte(name, '.')
+	if dot < 0 {
+		return bad("no extension")
+	}
+	name, ext := name[:dot], name[dot+1:]
+	dates, ok := strings.CutPrefix(name, dataset+"_")
+	if !ok {
+		return bad("the file name does not start with the dataset")
+	}
+	spec := KeySpec{Provider: provider, Dataset: dataset, Ext: ext}
+	fromS, toS, isRange := strings.Cut(dates, "-")
+	var err error
+	if spec.From, err = time.Parse("20060102", fromS); err != nil {
+		return bad("the first date is not YYYYMMDD")
+	}
+	if isRange {
+		if spec.To, err = time.Parse("20060102", toS); err != nil {
+			return bad("the last date is not YYYYMMDD")
+		}
+	}
+	if year != fmt.Sprintf("%04d", spec.From.Year()) {
+		return bad("the year is not the first date's")
+	}
+	again, err := Key(spec)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if again != key {
+		return bad("it does not read back the same")
+	}
+	return spec, nil
+}

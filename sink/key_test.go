@@ -170,3 +170,52 @@ func FuzzValidateKey(f *testing.F) {
 		}
 	})
 }
+
+func TestParseKey(t *testing.T) {
+	for _, spec := range []KeySpec{
+		{Provider: "kis", Dataset: "kis-kospi-daily", From: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), Ext: "json"},
+		{Provider: "ecos", Dataset: "ecos-base-rate", From: time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC),
+			To: time.Date(2016, 12, 31, 0, 0, 0, 0, time.UTC), Ext: "xml"},
+		{Provider: "datago", Dataset: "a_b.c", From: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Ext: "json"},
+	} {
+		k, err := Key(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseKey(k)
+		if err != nil {
+			t.Fatalf("ParseKey(%s): %v", k, err)
+		}
+		if got.Provider != spec.Provider || got.Dataset != spec.Dataset || !got.From.Equal(spec.From) || !got.To.Equal(spec.To) || got.Ext != spec.Ext {
+			t.Errorf("ParseKey(%s) = %+v, want %+v", k, got, spec)
+		}
+	}
+	for _, k := range []string{
+		"", "provider=kis/job=x/year=2025/x_20250101.json",
+		"provider=kis/job=x/year=2024/x_20250101.json.zst",          // wrong year
+		"provider=kis/job=x/year=2025/y_20250101.json.zst",          // another dataset
+		"provider=kis/job=x/year=2025/x_20250132.json.zst",          // no such date
+		"provider=kis/job=x/year=2025/x_20250102-20250101.json.zst", // reversed
+		"provider=kis/job=x/year=2025/x_20250101-20250101.json.zst", // a range of one day is written without it
+		"provider=kis/job=x/year=2025/x_20250101.JSON.zst",
+		"a/b/c/d", "provider=kis/job=x/x_20250101.json.zst",
+	} {
+		if _, err := ParseKey(k); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("ParseKey(%q) = %v, want ErrInvalidKey", k, err)
+		}
+	}
+}
+
+func FuzzParseKey(f *testing.F) {
+	f.Add("provider=kis/job=x/year=2025/x_20250101.json.zst")
+	f.Add("provider=ecos/job=e/year=2016/e_20160101-20161231.xml.zst")
+	f.Fuzz(func(t *testing.T, k string) {
+		spec, err := ParseKey(k)
+		if err != nil {
+			return
+		}
+		if again, err := Key(spec); err != nil || again != k {
+			t.Errorf("ParseKey(%q) = %+v, which builds %q, %v", k, spec, again, err)
+		}
+	})
+}

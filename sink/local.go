@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -21,6 +22,19 @@ import (
 // localBufferSize is the write buffer between the encoder and the file:
 // all the memory a local Put accounts for.
 const localBufferSize = 64 << 10
+
+// tempPrefix starts the name of every temporary file of a write; no key
+// segment starts with '.', so List never shows one.
+const tempPrefix = ".sluice-tmp-"
+
+// StaleTempAge is how old (by modification time) a temporary file must be
+// before a starting writer may remove it, and then only when no process
+// holds its lock: a writer locks its file right after creating it, and
+// this margin covers that instant.
+const StaleTempAge = time.Minute
+
+// errLockUnsupported means the platform has no flock(2).
+var errLockUnsupported = errors.New("file locks are not supported on this platform")
 
 // Local is the lake in a directory: the key is the path below the root.
 // Each object file is a zstd stream followed by a metadata frame (see
@@ -49,7 +63,57 @@ func NewLocal(root string) (*Local, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("opening local lake: %w", err)
 	}
-	return openLocal(root)
+	l, err := openLocal(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.RemoveStale(time.Now()); err != nil {
+		return nil, fmt.Errorf("opening local lake: %w", err)
+	}
+	return l, nil
+}
+
+// RemoveStale removes the temporary files that writers killed mid-write
+// left behind: those older than StaleTempAge at now whose flock(2) no
+// process holds (a live writer holds its file's lock until it renames or
+// removes it). NewLocal calls it, so every writer starting up cleans the
+// lake; it returns the paths removed.
+func (l *Local) RemoveStale(now time.Time) ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(l.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || now.Sub(info.ModTime()) < StaleTempAge {
+			return nil
+		}
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			return nil // gone (committed or aborted) meanwhile
+		}
+		defer f.Close()
+		if err := lockFile(f); err != nil {
+			// Locked: a live writer's. Any other failure: its writer
+			// cannot be told dead, so it stays.
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing stale temporary file %s: %w", p, err)
+		}
+		removed = append(removed, p)
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("removing stale temporary files: %w", err)
+	}
+	return removed, nil
 }
 
 // OpenLocalExisting opens the local lake rooted at root without creating
@@ -89,81 +153,215 @@ func (l *Local) path(key string) string {
 	return filepath.Join(l.root, filepath.FromSlash(key))
 }
 
-// Put implements Sink.
-func (l *Local) Put(ctx context.Context, key string, body io.Reader, meta Meta) (res Result, err error) {
-	if err := ValidateKey(key); err != nil {
-		return Result{}, err
+// Put implements Sink: one page.
+func (l *Local) Put(ctx context.Context, key string, body io.Reader, meta Meta) (Result, error) {
+	return putOne(ctx, l, key, body, meta)
+}
+
+// putOne is Put on any sink: Create, one page, Commit.
+func putOne(ctx context.Context, s Sink, key string, body io.Reader, meta Meta) (Result, error) {
+	w, err := s.Create(ctx, key)
+	if err != nil {
+		return Result{Key: key}, err
 	}
-	res.Key = key
+	defer w.Abort()
+	if _, err := w.WritePage(body); err != nil {
+		res := Result{Key: key}
+		if pr, ok := w.(interface{ partial() Result }); ok {
+			res = pr.partial()
+		}
+		return res, err
+	}
+	return w.Commit(meta)
+}
+
+// Create implements Sink. The pages stream into a hidden temporary file
+// in the object's directory (new directories are fsynced into their
+// parents), locked with flock(2) while it is written so that a writer
+// starting up never removes it (see NewLocal); Commit appends the page
+// index and the trailer, fsyncs and renames it into place.
+func (l *Local) Create(ctx context.Context, key string) (Writer, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
 	dst := l.path(key)
 	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+	if err := mkdirAllSync(l.root, dir); err != nil {
+		return nil, fmt.Errorf("putting %s: %w", key, err)
 	}
-	f, err := os.CreateTemp(dir, ".sluice-tmp-*")
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+		return nil, fmt.Errorf("putting %s: %w", key, err)
 	}
-	tmp := f.Name()
-	committed := false
-	defer func() {
-		if !committed {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
+	if err := lockFile(f); err != nil && !errors.Is(err, errLockUnsupported) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("putting %s: locking temporary file: %w", key, err)
+	}
+	w := &localWriter{l: l, ctx: ctx, key: key, dst: dst, dir: dir, f: f, tmp: f.Name()}
+	w.cw = &countingWriter{w: f}
+	w.bw = bufio.NewWriterSize(w.cw, localBufferSize)
+	w.ps = newPageStream(ctx, l.comp, func() int64 { return w.cw.n + int64(w.bw.Buffered()) })
+	return w, nil
+}
 
-	cw := &countingWriter{w: f}
-	bw := bufio.NewWriterSize(cw, localBufferSize)
-	res.PeakBuffered = localBufferSize
-	rawSize, sum, err := l.comp.stream(ctx, bw, body)
-	res.RawSize = rawSize
+// localWriter is a Local object being written.
+type localWriter struct {
+	l                  *Local
+	ctx                context.Context
+	key, dst, dir, tmp string
+	f                  *os.File
+	cw                 *countingWriter
+	bw                 *bufio.Writer
+	ps                 *pageStream
+	err                error // the first failure: the writer is unusable
+	done               bool  // committed or aborted
+}
+
+// partial is what a failed write did.
+func (w *localWriter) partial() Result {
+	return Result{Key: w.key, RawSize: w.ps.raw, Pages: len(w.ps.pages), BytesWritten: w.cw.n, PeakBuffered: localBufferSize}
+}
+
+// WritePage implements Writer.
+func (w *localWriter) WritePage(body io.Reader) (Page, error) {
+	if w.done || w.err != nil {
+		return Page{}, w.unusable()
+	}
+	p, err := w.ps.write(w.bw, body)
 	if err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+		w.err = fmt.Errorf("putting %s: %w", w.key, err)
+		return p, w.err
 	}
-	if err := bw.Flush(); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+	return p, nil
+}
+
+func (w *localWriter) unusable() error {
+	if w.err != nil {
+		return w.err
 	}
-	rec := newRecord(meta, sum, rawSize, cw.n, l.writer)
+	return fmt.Errorf("putting %s: the writer was already committed or aborted", w.key)
+}
+
+// Commit implements Writer.
+func (w *localWriter) Commit(meta Meta) (Result, error) {
+	res := Result{Key: w.key, RawSize: w.ps.raw, Pages: len(w.ps.pages), PeakBuffered: localBufferSize}
+	if w.done || w.err != nil {
+		return res, w.unusable()
+	}
+	fail := func(err error) (Result, error) {
+		w.err = fmt.Errorf("putting %s: %w", w.key, err)
+		w.Abort()
+		return res, w.err
+	}
+	idx, sum, err := w.ps.finish()
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := w.bw.Write(idx); err != nil {
+		return fail(err)
+	}
+	if err := w.bw.Flush(); err != nil {
+		return fail(err)
+	}
+	rec := newRecord(meta, sum, w.ps.raw, w.cw.n, w.l.writer)
+	if len(w.ps.pages) > 1 {
+		rec.Pages, rec.PageIndexSize = len(w.ps.pages), int64(len(idx))
+	}
 	res.CompressedSize, res.RawSHA256 = rec.CompressedSize, rec.RawSHA256
 
-	if old, err := l.Stat(ctx, key); err == nil && old.RawSHA256 == rec.RawSHA256 {
+	if w.l.unchanged(w.ctx, w.key, rec, w.ps.pages) {
 		res.Skipped = true
-		res.BytesWritten = cw.n
+		res.BytesWritten = w.cw.n
+		w.Abort()
 		return res, nil
 	}
-
 	trailer, err := appendTrailer(nil, rec)
 	if err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+		return fail(err)
 	}
-	if _, err := cw.Write(trailer); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+	if _, err := w.cw.Write(trailer); err != nil {
+		return fail(err)
 	}
-	res.BytesWritten = cw.n
-	if err := f.Chmod(0o644); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+	res.BytesWritten = w.cw.n
+	if err := w.f.Chmod(0o644); err != nil {
+		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
-		return res, fmt.Errorf("putting %s: syncing: %w", key, err)
+	if err := w.f.Sync(); err != nil {
+		return fail(fmt.Errorf("syncing: %w", err))
 	}
-	if err := f.Close(); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+	if err := w.ctx.Err(); err != nil {
+		return fail(context.Cause(w.ctx))
 	}
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, context.Cause(ctx))
+	if err := os.Rename(w.tmp, w.dst); err != nil {
+		return fail(err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return res, fmt.Errorf("putting %s: %w", key, err)
+	w.done = true
+	// Closing releases the lock; the file is in place under its key.
+	if err := w.f.Close(); err != nil {
+		return res, fmt.Errorf("putting %s: %w", w.key, err)
 	}
-	committed = true
-	if err := syncDir(dir); err != nil {
-		return res, fmt.Errorf("putting %s: syncing directory: %w", key, err)
+	if err := syncDir(w.dir); err != nil {
+		return res, fmt.Errorf("putting %s: syncing directory: %w", w.key, err)
 	}
 	return res, nil
 }
 
-func syncDir(dir string) error {
+// Abort implements Writer.
+func (w *localWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	_ = w.f.Close()
+	_ = os.Remove(w.tmp)
+}
+
+// unchanged reports whether the object at key verifiably holds pages
+// already: its recorded SHA-256 and page count match and it decompresses
+// to exactly these pages. A damaged object is not unchanged: it is
+// rewritten.
+func (l *Local) unchanged(ctx context.Context, key string, rec record, pages []Page) bool {
+	old, err := l.Stat(ctx, key)
+	if err != nil || old.RawSHA256 != rec.RawSHA256 || old.Pages != rec.pages() {
+		return false
+	}
+	stored, err := l.Pages(ctx, key)
+	if err != nil || !samePages(stored, pages) {
+		return false
+	}
+	return l.Verify(ctx, key) == nil
+}
+
+// mkdirAllSync creates dir (below root, which exists) and its missing
+// parents, fsyncing each new directory's parent so that the new entries
+// survive a crash along with the object renamed into them.
+func mkdirAllSync(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return os.MkdirAll(dir, 0o755)
+	}
+	cur := root
+	for _, seg := range strings.Split(rel, string(filepath.Separator)) {
+		parent := cur
+		cur = filepath.Join(cur, seg)
+		err := os.Mkdir(cur, 0o755)
+		switch {
+		case err == nil:
+			if err := syncDir(parent); err != nil {
+				return fmt.Errorf("syncing directory %s: %w", parent, err)
+			}
+		case errors.Is(err, fs.ErrExist):
+			// Created before (or by a concurrent writer, which syncs it).
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory (a variable so tests can watch it).
+var syncDir = func(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -236,6 +434,113 @@ func (l *Local) Open(ctx context.Context, key string) (io.ReadCloser, Object, er
 		return nil, Object{}, fmt.Errorf("opening %s: %w", key, err)
 	}
 	return &decodeCloser{dec: dec, c: f}, obj, nil
+}
+
+// Pages implements Sink.
+func (l *Local) Pages(ctx context.Context, key string) ([]Page, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(l.path(key))
+	if err != nil {
+		return nil, l.openError(key, err)
+	}
+	defer f.Close()
+	pages, _, _, err := l.pages(f, key)
+	return pages, err
+}
+
+// pages reads the pages of the object at an open file, with its record
+// and the length of its zstd stream.
+func (l *Local) pages(f *os.File, key string) ([]Page, record, int64, error) {
+	rec, n, err := l.record(f, key)
+	if err != nil {
+		return nil, rec, n, err
+	}
+	if rec.pages() == 1 {
+		return singlePage(rec, n), rec, n, nil
+	}
+	if rec.PageIndexSize > n {
+		return nil, rec, n, damage(key, "page index of %d bytes in a %d-byte stream", rec.PageIndexSize, n)
+	}
+	b := make([]byte, rec.PageIndexSize)
+	if _, err := f.ReadAt(b, n-rec.PageIndexSize); err != nil {
+		return nil, rec, n, fmt.Errorf("reading %s: page index: %w", key, err)
+	}
+	pages, err := parsePageIndex(b, rec)
+	if err != nil {
+		return nil, rec, n, damage(key, "%v", err)
+	}
+	return pages, rec, n, nil
+}
+
+// record reads the metadata of the object at an open file; an object
+// without it has a zero record (no SHA-256) whose stream is the file.
+func (l *Local) record(f *os.File, key string) (record, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return record{}, 0, fmt.Errorf("reading %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return record{}, 0, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	rec, n, err := readTrailer(f, fi.Size())
+	switch {
+	case errors.Is(err, errNoTrailer):
+		return record{CompressedSize: fi.Size()}, fi.Size(), nil
+	case err != nil:
+		return record{}, 0, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return rec, fi.Size() - n, nil
+}
+
+// OpenPage implements Sink.
+func (l *Local) OpenPage(ctx context.Context, key string, n int) (io.ReadCloser, Page, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, Page{}, err
+	}
+	f, err := os.Open(l.path(key))
+	if err != nil {
+		return nil, Page{}, l.openError(key, err)
+	}
+	pages, _, _, err := l.pages(f, key)
+	if err == nil && (n < 1 || n > len(pages)) {
+		err = fmt.Errorf("%w: %s has %d pages, not a page %d", ErrNotFound, key, len(pages), n)
+	}
+	if err != nil {
+		f.Close()
+		return nil, Page{}, err
+	}
+	p := pages[n-1]
+	dec, err := zstd.NewReader(io.NewSectionReader(f, p.Offset, p.CompressedSize), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		f.Close()
+		return nil, Page{}, fmt.Errorf("opening %s page %d: %w", key, n, err)
+	}
+	return &decodeCloser{dec: dec, c: f}, p, nil
+}
+
+// Verify implements Sink.
+func (l *Local) Verify(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	f, err := os.Open(l.path(key))
+	if err != nil {
+		return l.openError(key, err)
+	}
+	defer f.Close()
+	pages, rec, n, err := l.pages(f, key)
+	if err != nil {
+		return err
+	}
+	if !rec.hasMeta() {
+		return damage(key, "no recorded sha256 (not written by Sluice, or its metadata is damaged)")
+	}
+	if rec.CompressedSize != n {
+		return damage(key, "%d compressed bytes, recorded %d", n, rec.CompressedSize)
+	}
+	return verifyFrames(ctx, key, &ctxReader{ctx: ctx, r: io.NewSectionReader(f, 0, n)}, rec, pages)
 }
 
 // List implements Sink. Keys come in the byte order of S3 listings.

@@ -17,7 +17,16 @@ type record struct {
 	SourceURL      string    `json:"source_url,omitempty"`
 	FetchedAt      time.Time `json:"fetched_at"`
 	Writer         string    `json:"sluice_version,omitempty"`
+	// Pages is the number of pages when more than one (0 and 1 both mean
+	// one page: objects written before paging record none).
+	Pages int `json:"pages,omitempty"`
+	// PageIndexSize is the size of the page index frame that ends the
+	// zstd stream of a multi-page object.
+	PageIndexSize int64 `json:"page_index_size,omitempty"`
 }
+
+// pages returns the page count, at least 1.
+func (r record) pages() int { return max(r.Pages, 1) }
 
 // S3 user-metadata names (sent as x-amz-meta-<name>).
 const (
@@ -28,6 +37,8 @@ const (
 	metaSourceURL      = "sluice-source-url"
 	metaFetchedAt      = "sluice-fetched-at"
 	metaWriter         = "sluice-version"
+	metaPages          = "sluice-pages"
+	metaPageIndexSize  = "sluice-page-index-size"
 )
 
 // maxContentTypeLen bounds the content type kept in metadata.
@@ -64,6 +75,7 @@ func (r record) object(key string, modified time.Time) Object {
 		SourceURL:      r.SourceURL,
 		FetchedAt:      r.FetchedAt,
 		Writer:         r.Writer,
+		Pages:          r.pages(),
 		Modified:       modified,
 	}
 }
@@ -84,6 +96,10 @@ func (r record) headers() map[string]string {
 	}
 	if r.Writer != "" {
 		h[metaWriter] = r.Writer
+	}
+	if r.Pages > 1 {
+		h[metaPages] = strconv.Itoa(r.Pages)
+		h[metaPageIndexSize] = strconv.FormatInt(r.PageIndexSize, 10)
 	}
 	return h
 }
@@ -108,6 +124,14 @@ func recordFromHeaders(h map[string]string) (record, bool) {
 	}
 	if v := h[metaFetchedAt]; v != "" {
 		if r.FetchedAt, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return record{}, false
+		}
+	}
+	if v := h[metaPages]; v != "" {
+		if r.Pages, err = strconv.Atoi(v); err != nil {
+			return record{}, false
+		}
+		if r.PageIndexSize, err = strconv.ParseInt(h[metaPageIndexSize], 10, 64); err != nil {
 			return record{}, false
 		}
 	}
@@ -137,6 +161,15 @@ func (r record) validate() error {
 	}
 	if r.RawSize < 0 || r.CompressedSize < 0 {
 		return fmt.Errorf("negative size (raw %d, compressed %d)", r.RawSize, r.CompressedSize)
+	}
+	switch {
+	case r.Pages < 0:
+		return fmt.Errorf("negative page count %d", r.Pages)
+	case r.Pages > 1 && (r.PageIndexSize < minPageIndexLen || r.PageIndexSize > r.CompressedSize ||
+		r.PageIndexSize > maxPageIndexJSON+trailerHeader+trailerFooter):
+		return fmt.Errorf("%d pages with a page index of %d bytes in a %d-byte stream", r.Pages, r.PageIndexSize, r.CompressedSize)
+	case r.Pages <= 1 && r.PageIndexSize != 0:
+		return fmt.Errorf("a page index of %d bytes for one page", r.PageIndexSize)
 	}
 	return nil
 }

@@ -163,28 +163,103 @@ func (s *S3) Bucket() string { return s.bucket }
 // Close implements Sink.
 func (s *S3) Close() error { return nil }
 
-// Put implements Sink.
+// Put implements Sink: one page.
 func (s *S3) Put(ctx context.Context, key string, body io.Reader, meta Meta) (Result, error) {
+	return putOne(ctx, s, key, body, meta)
+}
+
+// Create implements Sink. The pages stream into part buffers: an object
+// whose compressed pages fit in one part is sent with one PutObject at
+// Commit; a larger one goes to a staging key as a multipart upload and is
+// copied into place at Commit (see S3).
+func (s *S3) Create(ctx context.Context, key string) (Writer, error) {
 	if err := ValidateKey(key); err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	up := newUpload(ctx, s, key)
-	defer up.cancel(nil)
-	res := Result{Key: key}
-	rawSize, sum, err := s.comp.stream(up.ctx, up, body)
-	res.RawSize = rawSize
+	w := &s3Writer{s: s, key: key, ctx: ctx, up: newUpload(ctx, s, key)}
+	w.ps = newPageStream(w.up.ctx, s.comp, func() int64 { return w.up.total })
+	return w, nil
+}
+
+// s3Writer is an S3 object being written.
+type s3Writer struct {
+	s    *S3
+	key  string
+	ctx  context.Context
+	up   *upload
+	ps   *pageStream
+	err  error
+	done bool
+}
+
+// partial is what a failed write did.
+func (w *s3Writer) partial() Result {
+	return Result{Key: w.key, RawSize: w.ps.raw, Pages: len(w.ps.pages), BytesWritten: w.up.sentBytes(), PeakBuffered: w.up.peakBytes()}
+}
+
+// WritePage implements Writer.
+func (w *s3Writer) WritePage(body io.Reader) (Page, error) {
+	if w.done || w.err != nil {
+		return Page{}, w.unusable()
+	}
+	p, err := w.ps.write(w.up, body)
 	if err != nil {
-		up.abort()
-		res.BytesWritten, res.PeakBuffered = up.sentBytes(), up.peakBytes()
-		return res, fmt.Errorf("putting %s: %w", key, err)
+		w.err = fmt.Errorf("putting %s: %w", w.key, err)
+		w.Abort()
+		return p, w.err
 	}
-	rec := newRecord(meta, sum, rawSize, up.total, s.writer)
+	return p, nil
+}
+
+func (w *s3Writer) unusable() error {
+	if w.err != nil {
+		return w.err
+	}
+	return fmt.Errorf("putting %s: the writer was already committed or aborted", w.key)
+}
+
+// Abort implements Writer: parts in flight stop and a started multipart
+// upload is aborted, so the server keeps none of it.
+func (w *s3Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.up.abort()
+	w.up.cancel(nil)
+}
+
+// Commit implements Writer.
+func (w *s3Writer) Commit(meta Meta) (Result, error) {
+	res := Result{Key: w.key, RawSize: w.ps.raw, Pages: len(w.ps.pages)}
+	if w.done || w.err != nil {
+		return res, w.unusable()
+	}
+	s, up, key, ctx := w.s, w.up, w.key, w.ctx
+	fail := func(err error) (Result, error) {
+		res.BytesWritten, res.PeakBuffered = up.sentBytes(), up.peakBytes()
+		w.err = fmt.Errorf("putting %s: %w", key, err)
+		w.Abort()
+		return res, w.err
+	}
+	idx, sum, err := w.ps.finish()
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := up.Write(idx); err != nil {
+		return fail(err)
+	}
+	rec := newRecord(meta, sum, w.ps.raw, up.total, s.writer)
+	if len(w.ps.pages) > 1 {
+		rec.Pages, rec.PageIndexSize = len(w.ps.pages), int64(len(idx))
+	}
 	res.RawSHA256, res.CompressedSize = rec.RawSHA256, rec.CompressedSize
 
 	if !up.started() {
 		res.PeakBuffered = up.peakBytes()
-		if s.unchanged(ctx, key, rec) {
+		if s.unchanged(ctx, key, rec, w.ps.pages) {
 			res.Skipped = true
+			w.Abort()
 			return res, nil
 		}
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
@@ -197,27 +272,29 @@ func (s *S3) Put(ctx context.Context, key string, body io.Reader, meta Meta) (Re
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 		})
 		if err != nil {
-			return res, fmt.Errorf("putting %s: %w", key, err)
+			return fail(err)
 		}
 		res.BytesWritten = int64(len(up.buf))
+		w.done = true
+		up.cancel(nil)
 		return res, nil
 	}
 
 	err = up.flushLast()
 	res.BytesWritten, res.PeakBuffered = up.sentBytes(), up.peakBytes()
 	if err != nil {
-		up.abort()
-		return res, fmt.Errorf("putting %s: %w", key, err)
+		return fail(err)
 	}
-	if s.unchanged(ctx, key, rec) {
-		up.abort()
+	if s.unchanged(ctx, key, rec, w.ps.pages) {
 		res.Skipped = true
+		w.Abort()
 		return res, nil
 	}
 	if err := up.complete(); err != nil {
-		up.abort()
-		return res, fmt.Errorf("putting %s: %w", key, err)
+		return fail(err)
 	}
+	w.done = true
+	defer up.cancel(nil)
 	err = s.copyInto(up.ctx, up.staging, key, rec)
 	s.deleteStaging(ctx, up.staging)
 	if err != nil {
@@ -226,10 +303,24 @@ func (s *S3) Put(ctx context.Context, key string, body io.Reader, meta Meta) (Re
 	return res, nil
 }
 
-// unchanged reports whether the object at key already holds rec's bytes.
-func (s *S3) unchanged(ctx context.Context, key string, rec record) bool {
+// unchanged reports whether the object at key verifiably holds pages
+// already: its recorded SHA-256 and page count match and it decompresses
+// to exactly these pages (one GET of the stored object). A damaged
+// object is not unchanged: it is rewritten.
+func (s *S3) unchanged(ctx context.Context, key string, rec record, pages []Page) bool {
 	old, err := s.Stat(ctx, key)
-	return err == nil && old.RawSHA256 == rec.RawSHA256
+	if err != nil || old.RawSHA256 != rec.RawSHA256 || old.Pages != rec.pages() {
+		return false
+	}
+	stored, err := s.Pages(ctx, key)
+	if err != nil || !samePages(stored, pages) {
+		return false
+	}
+	if err := s.Verify(ctx, key); err != nil {
+		s.log.Warn("the stored object does not verify; rewriting it", "bucket", s.bucket, "key", key, "err", err)
+		return false
+	}
+	return true
 }
 
 // copyInto copies the completed staging object to key with rec's metadata.
@@ -300,13 +391,40 @@ func (s *S3) copyInto(ctx context.Context, staging, key string, rec record) erro
 func (s *S3) abortUpload(ctx context.Context, key string, id *string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
-		Bucket: &s.bucket, Key: &key, UploadId: id,
-	})
-	if err != nil {
-		s.log.Warn("aborting multipart upload failed; a lifecycle rule must clean it up",
-			"bucket", s.bucket, "key", key, "err", err)
+	// A part upload still in progress on the server (its request was
+	// cancelled here, not there) may succeed after the abort: S3 says to
+	// abort again until the upload is gone, which ListParts tells.
+	for try := 1; ; try++ {
+		_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: &s.bucket, Key: &key, UploadId: id,
+		})
+		if err != nil && !noSuchUpload(err) {
+			s.log.Warn("aborting multipart upload failed; a lifecycle rule must clean it up",
+				"bucket", s.bucket, "key", key, "err", err)
+			return
+		}
+		_, err = s.client.ListParts(ctx, &s3.ListPartsInput{Bucket: &s.bucket, Key: &key, UploadId: id})
+		if err != nil {
+			return // gone (NoSuchUpload), or nothing more to learn
+		}
+		if try == 3 {
+			s.log.Warn("a multipart upload survived three aborts; a lifecycle rule must clean it up",
+				"bucket", s.bucket, "key", key)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+		}
 	}
+}
+
+// noSuchUpload reports whether err says the multipart upload is gone.
+func noSuchUpload(err error) bool {
+	var nsu *types.NoSuchUpload
+	var re *awshttp.ResponseError
+	return errors.As(err, &nsu) || (errors.As(err, &re) && re.HTTPStatusCode() == 404)
 }
 
 // deleteStaging removes a staging object, even when ctx is already done.
@@ -374,6 +492,120 @@ func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, Object, error
 		return nil, Object{}, fmt.Errorf("opening s3://%s/%s: %w", s.bucket, key, err)
 	}
 	return &decodeCloser{dec: dec, c: out.Body}, obj, nil
+}
+
+// head returns the record and size of the object at key (a zero record
+// for an object without Sluice metadata).
+func (s *S3) head(ctx context.Context, key string) (record, int64, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return record{}, 0, s.readError(key, err)
+	}
+	size := aws.ToInt64(out.ContentLength)
+	if rec, ok := recordFromHeaders(out.Metadata); ok {
+		return rec, size, nil
+	}
+	return record{CompressedSize: size}, size, nil
+}
+
+// rangeBytes reads bytes [off, off+n) of the object at key.
+func (s *S3) rangeBytes(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key,
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	if err != nil {
+		return nil, s.readError(key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, n+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading s3://%s/%s: %w", s.bucket, key, err)
+	}
+	if int64(len(b)) != n {
+		return nil, damage("s3://"+s.bucket+"/"+key, "asked bytes %d-%d, got %d bytes", off, off+n-1, len(b))
+	}
+	return b, nil
+}
+
+// pages reads the page list of the object at key with its record.
+func (s *S3) pages(ctx context.Context, key string) ([]Page, record, int64, error) {
+	rec, size, err := s.head(ctx, key)
+	if err != nil {
+		return nil, rec, size, err
+	}
+	if rec.pages() == 1 {
+		return singlePage(rec, size), rec, size, nil
+	}
+	if rec.CompressedSize != size {
+		return nil, rec, size, damage("s3://"+s.bucket+"/"+key, "%d bytes stored, recorded %d", size, rec.CompressedSize)
+	}
+	b, err := s.rangeBytes(ctx, key, size-rec.PageIndexSize, rec.PageIndexSize)
+	if err != nil {
+		return nil, rec, size, err
+	}
+	pages, err := parsePageIndex(b, rec)
+	if err != nil {
+		return nil, rec, size, damage("s3://"+s.bucket+"/"+key, "%v", err)
+	}
+	return pages, rec, size, nil
+}
+
+// Pages implements Sink.
+func (s *S3) Pages(ctx context.Context, key string) ([]Page, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	pages, _, _, err := s.pages(ctx, key)
+	return pages, err
+}
+
+// OpenPage implements Sink: a ranged GET of the page's frame.
+func (s *S3) OpenPage(ctx context.Context, key string, n int) (io.ReadCloser, Page, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, Page{}, err
+	}
+	pages, _, _, err := s.pages(ctx, key)
+	if err != nil {
+		return nil, Page{}, err
+	}
+	if n < 1 || n > len(pages) {
+		return nil, Page{}, fmt.Errorf("%w: s3://%s/%s has %d pages, not a page %d", ErrNotFound, s.bucket, key, len(pages), n)
+	}
+	p := pages[n-1]
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key,
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", p.Offset, p.Offset+p.CompressedSize-1))})
+	if err != nil {
+		return nil, Page{}, s.readError(key, err)
+	}
+	dec, err := zstd.NewReader(out.Body, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		out.Body.Close()
+		return nil, Page{}, fmt.Errorf("opening s3://%s/%s page %d: %w", s.bucket, key, n, err)
+	}
+	return &decodeCloser{dec: dec, c: out.Body}, p, nil
+}
+
+// Verify implements Sink: one GET of the stored object, decompressed
+// page by page.
+func (s *S3) Verify(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	pages, rec, size, err := s.pages(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !rec.hasMeta() {
+		return damage("s3://"+s.bucket+"/"+key, "no recorded sha256 (not written by Sluice, or its metadata is damaged)")
+	}
+	if size != rec.CompressedSize {
+		return damage("s3://"+s.bucket+"/"+key, "%d bytes stored, recorded %d", size, rec.CompressedSize)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return s.readError(key, err)
+	}
+	defer out.Body.Close()
+	return verifyFrames(ctx, "s3://"+s.bucket+"/"+key, &ctxReader{ctx: ctx, r: out.Body}, rec, pages)
 }
 
 // List implements Sink. It reads each object's metadata with a HEAD

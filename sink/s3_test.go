@@ -153,6 +153,25 @@ func TestS3MemoryIsFlat(t *testing.T) {
 			t.Errorf("stored %+v, want raw %d compressed %d", obj, n, res.CompressedSize)
 		}
 	}
+	// The same bound for an object of many pages.
+	w, err := s.Create(context.Background(), key(t, "kis", "kis_flat_paged", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	const pages, pageSize = 64, 4 << 20
+	for range pages {
+		if _, err := w.WritePage(newNoise(pageSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := w.Commit(jsonMeta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pages != pages || res.RawSize != pages*pageSize || res.PeakBuffered > bound {
+		t.Errorf("%d pages of %d MiB: %+v, want peak buffered at most %d", pages, pageSize>>20, res, bound)
+	}
 }
 
 func TestS3UnchangedMultipartIsAborted(t *testing.T) {
@@ -199,7 +218,7 @@ func TestS3ForeignObjectsListWithoutMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.comp.stream(ctx, &zst, strings.NewReader("hello")); err != nil {
+	if _, _, err := l.comp.stream(ctx, &zst, strings.NewReader("hello"), nil); err != nil {
 		t.Fatal(err)
 	}
 	k := "provider=x/job=y/year=2025/y_20250101.json.zst"

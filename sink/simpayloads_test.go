@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
 // simNow is the simulator's clock for the benchmark payloads: every 2024

@@ -15,10 +15,17 @@ var ErrNotFound = errors.New("lake object not found")
 type Sink interface {
 	// Put streams body through zstd into the object at key, replacing any
 	// object there. On error (including a cancelled ctx) no object is
-	// created and the previous one, if any, is left intact. When the raw
-	// bytes are unchanged from the stored object's recorded SHA-256, the
-	// store is not rewritten and Result.Skipped is true.
+	// created and the previous one, if any, is left intact. When the
+	// stored object already holds these raw bytes as one page — its
+	// recorded SHA-256 matches and it decompresses to them (a damaged
+	// object does not, and is rewritten) — the store is not rewritten and
+	// Result.Skipped is true.
 	Put(ctx context.Context, key string, body io.Reader, meta Meta) (Result, error)
+	// Create starts writing the object at key page by page (see Writer):
+	// a fetch the provider answered in several calls becomes one object,
+	// each page one zstd frame. Put is Create, one WritePage and Commit.
+	// ctx governs every write until Commit returns.
+	Create(ctx context.Context, key string) (Writer, error)
 	// Stat returns the object at key and its recorded metadata, or an
 	// error wrapping ErrNotFound.
 	Stat(ctx context.Context, key string) (Object, error)
@@ -28,6 +35,17 @@ type Sink interface {
 	// Open returns the decompressed raw bytes of the object at key and its
 	// metadata. The caller must close the reader.
 	Open(ctx context.Context, key string) (io.ReadCloser, Object, error)
+	// Pages returns the pages of the object at key, in order; an object
+	// of one page (or without Sluice metadata) has one.
+	Pages(ctx context.Context, key string) ([]Page, error)
+	// OpenPage returns the raw bytes of page n (1-based) of the object at
+	// key. The caller must close the reader.
+	OpenPage(ctx context.Context, key string, n int) (io.ReadCloser, Page, error)
+	// Verify decompresses the object at key and checks every page and the
+	// whole against the recorded sizes and SHA-256s. A mismatch, or an
+	// object without Sluice metadata, is an error wrapping ErrDamaged;
+	// any other error means the store could not be read.
+	Verify(ctx context.Context, key string) error
 	// Close releases the sink's resources.
 	Close() error
 }
@@ -63,6 +81,9 @@ type Object struct {
 	FetchedAt time.Time
 	// Writer is the Sluice version that wrote the object.
 	Writer string
+	// Pages is the number of provider pages the object holds (1 for a
+	// single answer; 0 for an object without Sluice metadata).
+	Pages int
 	// Modified is the store's last-modified time of the object.
 	Modified time.Time
 }
@@ -79,10 +100,15 @@ type Result struct {
 	RawSize int64
 	// CompressedSize is the size of the zstd stream.
 	CompressedSize int64
-	// RawSHA256 is the lower-case hex SHA-256 of the raw bytes.
+	// RawSHA256 is the lower-case hex SHA-256 of the raw bytes (all
+	// pages back to back).
 	RawSHA256 string
-	// Skipped is true when the stored object already held these raw bytes
-	// and was left as it was.
+	// Pages is the number of pages written.
+	Pages int
+	// Skipped is true when the stored object already held these raw
+	// pages — checked by decompressing it, not only by its recorded
+	// SHA-256 — and was left as it was. A stored object that fails that
+	// check is rewritten.
 	Skipped bool
 	// BytesWritten counts the bytes sent to the store, including those of
 	// a write abandoned because it turned out unchanged; 0 when the skip

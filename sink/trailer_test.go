@@ -99,3 +99,27 @@ func FuzzReadTrailer(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordBoundsThePageIndex: a record read back from a store may not
+// make a reader allocate more than the largest index Sluice writes.
+func TestRecordBoundsThePageIndex(t *testing.T) {
+	ok := record{RawSHA256: strings.Repeat("a", 64), CompressedSize: 10 << 30, Pages: 3, PageIndexSize: 400}
+	if err := ok.validate(); err != nil {
+		t.Fatalf("a sound record: %v", err)
+	}
+	for _, r := range []record{
+		{RawSHA256: ok.RawSHA256, CompressedSize: 10 << 30, Pages: 3, PageIndexSize: 5 << 30},
+		{RawSHA256: ok.RawSHA256, CompressedSize: 100, Pages: 3, PageIndexSize: 200},
+		{RawSHA256: ok.RawSHA256, CompressedSize: 100, Pages: 3, PageIndexSize: 0},
+		{RawSHA256: ok.RawSHA256, CompressedSize: 100, Pages: 1, PageIndexSize: 40},
+		{RawSHA256: ok.RawSHA256, CompressedSize: 100, Pages: -2},
+	} {
+		if err := r.validate(); err == nil {
+			t.Errorf("record %+v validates", r)
+		}
+	}
+	if _, ok := recordFromHeaders(map[string]string{metaRawSHA256: ok.RawSHA256, metaRawSize: "1", metaCompressedSize: "10737418240",
+		metaPages: "3", metaPageIndexSize: "5368709120"}); ok {
+		t.Error("headers announcing a 5 GiB page index were accepted")
+	}
+}

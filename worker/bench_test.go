@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"

@@ -44,6 +44,7 @@ type DatasetResult struct {
 	RawBytes        int64         `json:"raw_bytes,omitempty"`
 	CompressedBytes int64         `json:"compressed_bytes,omitempty"`
 	SHA256          string        `json:"sha256,omitempty"`
+	Pages           int           `json:"pages,omitempty"` // provider pages (calls) the object holds
 	Skipped         bool          `json:"skipped,omitempty"`
 	Duration        time.Duration `json:"duration,omitempty"`
 	Attempts        int32         `json:"attempts,omitempty"`
@@ -131,6 +132,7 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 				prog.Failed++
 			} else {
 				r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
+				r.Pages = out.Pages
 				r.Duration, r.Attempts = out.Duration, out.Attempt
 				if out.NoData {
 					r.Status = StatusNoData

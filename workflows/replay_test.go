@@ -20,10 +20,12 @@ func TestReplay(t *testing.T) {
 		workflows.DailyIngestName: "daily-ingest.json",
 		ratelimit.WorkflowName:    "scope-limiter.json",
 		events.WorkflowName:       "ops-events.json",
+		workflows.RefetchName:     "refetch.json",
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+			r.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
 			r.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 			r.RegisterWorkflowWithOptions(workflows.OpsEvents, workflow.RegisterOptions{Name: events.WorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", file)); err != nil {

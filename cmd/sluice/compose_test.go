@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -11,14 +12,20 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/watch/store"
 )
 
 type composeFile struct {
+	// WatchDB is the watch store's DSN (x-watch-db).
+	WatchDB  string `yaml:"x-watch-db"`
 	Services map[string]struct {
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
 		Profiles    []string          `yaml:"profiles"`
-		Build       *struct {
+		DependsOn   map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+		Build *struct {
 			Dockerfile string `yaml:"dockerfile"`
 		} `yaml:"build"`
 	} `yaml:"services"`
@@ -96,7 +103,7 @@ func TestComposeMatchesFlags(t *testing.T) {
 	if !slices.Contains(cf.Services["simulator"].Profiles, "sim") {
 		t.Error("the simulator must run under the sim profile")
 	}
-	for _, want := range []string{"postgresql", "temporal", "temporal-ui", "minio", "minio-init"} {
+	for _, want := range []string{"postgresql", "temporal", "temporal-ui", "minio", "minio-init", "watch-db"} {
 		if _, ok := cf.Services[want]; !ok {
 			t.Errorf("compose file lacks the %s service", want)
 		}
@@ -106,5 +113,48 @@ func TestComposeMatchesFlags(t *testing.T) {
 		if w[want] == "" {
 			t.Errorf("worker environment lacks %s", want)
 		}
+	}
+}
+
+// TestComposeWatchDatabase: the watch store has a database of its own on
+// the stack's PostgreSQL, which the store opens (ParseDSN), distinct from
+// Temporal's; the watch-db one-shot creates it and its role, and workers
+// start after it.
+func TestComposeWatchDatabase(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(data, &cf); err != nil {
+		t.Fatalf("parsing compose file: %v", err)
+	}
+	kind, _, err := store.ParseDSN(cf.WatchDB)
+	if err != nil || kind != store.Postgres {
+		t.Fatalf("x-watch-db %q: %s %v", cf.WatchDB, kind, err)
+	}
+	u, err := url.Parse(cf.WatchDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, user := strings.TrimPrefix(u.Path, "/"), u.User.Username()
+	if u.Hostname() != "postgresql" || db == "temporal" || db == "temporal_visibility" || db == "" {
+		t.Errorf("x-watch-db names host %s database %s: want the stack's postgresql and a database of its own", u.Hostname(), db)
+	}
+	init, ok := cf.Services["watch-db"]
+	if !ok {
+		t.Fatal("no watch-db service")
+	}
+	cmd := strings.Join(init.Command, " ")
+	for _, want := range []string{"CREATE DATABASE " + db + " OWNER " + user, "CREATE ROLE " + user + " LOGIN", "datname = '" + db + "'", "rolname = '" + user + "'"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("watch-db command lacks %q: %s", want, cmd)
+		}
+	}
+	if init.DependsOn["postgresql"].Condition != "service_healthy" {
+		t.Error("watch-db must wait for postgresql to be healthy")
+	}
+	if cf.Services["worker"].DependsOn["watch-db"].Condition != "service_completed_successfully" {
+		t.Error("workers must start after watch-db created the database")
 	}
 }

@@ -11,6 +11,9 @@ import (
 
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	// Every simulated provider: sluice sim, sluice dev and the worker's
+	// simulator credentials serve all of them.
+	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
 func init() { register(newSimCmd) }
@@ -102,7 +105,7 @@ func printSimBanner(cmd *cobra.Command, reg *registry.Registry, sim *simulator.S
 	fmt.Fprintf(out, "sluice sim: listening on %s\n", base)
 	fmt.Fprintf(out, "  providers: %s (%d datasets, %d scope instances)\n", strings.Join(ids, ", "), len(reg.Datasets), len(reg.Scopes))
 	fmt.Fprintf(out, "  rate scale %g (daily quotas are not scaled), seed %d, %d fault(s)\n", sim.RateScale(), seed, len(faults))
-	fmt.Fprintf(out, "  control: %s/_sim/stats  /_sim/faults  /_sim/reset  /_sim/kis/expire-tokens\n", base)
+	fmt.Fprintf(out, "  control: %s%s\n", base, strings.Join(sim.ControlPaths(), "  "))
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "# Simulator test keys (fake, not secrets) for connectors pointed at the URL above:")
 	creds := sim.Credentials()

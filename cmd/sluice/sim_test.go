@@ -32,7 +32,7 @@ func (s *syncBuffer) String() string {
 
 func TestSimCommandServesUntilCancelled(t *testing.T) {
 	prev := registryDir
-	registryDir = "../../simulator/testdata/full"
+	registryDir = "../../simulator/simtest/testdata/full"
 	t.Cleanup(func() { registryDir = prev })
 
 	cmd := newSimCmd()
@@ -102,7 +102,7 @@ func TestSimCommandServesUntilCancelled(t *testing.T) {
 
 func TestSimCommandRejectsBadFault(t *testing.T) {
 	prev := registryDir
-	registryDir = "../../simulator/testdata/full"
+	registryDir = "../../simulator/simtest/testdata/full"
 	t.Cleanup(func() { registryDir = prev })
 	cmd := newSimCmd()
 	cmd.SetOut(io.Discard)
@@ -116,7 +116,7 @@ func TestSimCommandRejectsBadFault(t *testing.T) {
 
 func TestSimCommandRejectsBadTargetsAndScales(t *testing.T) {
 	prev := registryDir
-	registryDir = "../../simulator/testdata/full"
+	registryDir = "../../simulator/simtest/testdata/full"
 	t.Cleanup(func() { registryDir = prev })
 	for _, tc := range []struct {
 		args []string

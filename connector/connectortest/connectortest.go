@@ -1,9 +1,14 @@
 // Package connectortest helps test provider connectors: a registry with a
 // sample dataset for every provider, credentials that look like real ones
-// (so redaction is tested against realistic values), a captured slog
-// log to grep for secrets, and the pieces of the error-class tables every
-// connector runs against the simulator (a frozen clock, the Transient
-// faults, AssertClass).
+// (so redaction is tested against realistic values), a captured slog log
+// to grep for secrets, and the conformance suite every connector runs
+// against the simulator (Run with a provider's Suite table: error
+// classes, fetches whose rows are read with wire.Extract, probes,
+// throttling, and the provider's own cases). It does not import the
+// simulator: a provider's test file passes simulator/all.Handler, and
+// faults, statistics and credentials go through the simulator's control
+// API (POST /_sim/faults with --fault specs, GET /_sim/stats,
+// GET /_sim/credentials).
 package connectortest
 
 import (
@@ -46,26 +51,42 @@ func Registry(t testing.TB) *registry.Registry {
 // sample datasets; a test can lower a declared limit this way.
 func RegistryWith(t testing.TB, replacements ...string) *registry.Registry {
 	t.Helper()
+	return load(t, datasetsFS, "datasets", replacements)
+}
+
+// DefaultRegistryWith loads the default registry, providers.yaml edited as
+// RegistryWith does, with its own datasets: a provider's conformance suite
+// can run on the datasets the registry ships (lowering a limit there must
+// still pass the budget gate).
+func DefaultRegistryWith(t testing.TB, replacements ...string) *registry.Registry {
+	t.Helper()
+	return load(t, registry.DefaultFS(), "datasets", replacements)
+}
+
+// load loads the default providers.yaml, edited, with the datasets of dir
+// in fsys.
+func load(t testing.TB, fsys fs.FS, dir string, replacements []string) *registry.Registry {
+	t.Helper()
 	providers, err := fs.ReadFile(registry.DefaultFS(), "providers.yaml")
 	if err != nil {
 		t.Fatalf("reading default providers.yaml: %v", err)
 	}
 	if len(replacements)%2 != 0 {
-		t.Fatalf("RegistryWith: %d replacement strings, want pairs", len(replacements))
+		t.Fatalf("registry edits: %d replacement strings, want pairs", len(replacements))
 	}
 	for i := 0; i < len(replacements); i += 2 {
 		if !bytes.Contains(providers, []byte(replacements[i])) {
-			t.Fatalf("RegistryWith: providers.yaml does not contain %q", replacements[i])
+			t.Fatalf("registry edits: providers.yaml does not contain %q", replacements[i])
 		}
 		providers = bytes.Replace(providers, []byte(replacements[i]), []byte(replacements[i+1]), 1)
 	}
 	m := fstest.MapFS{"providers.yaml": {Data: providers}}
-	entries, err := fs.ReadDir(datasetsFS, "datasets")
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		t.Fatalf("reading sample datasets: %v", err)
+		t.Fatalf("reading datasets: %v", err)
 	}
 	for _, e := range entries {
-		data, err := fs.ReadFile(datasetsFS, "datasets/"+e.Name())
+		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
 		if err != nil {
 			t.Fatalf("reading sample dataset %s: %v", e.Name(), err)
 		}
@@ -75,7 +96,7 @@ func RegistryWith(t testing.TB, replacements ...string) *registry.Registry {
 		return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	}})
 	if err != nil {
-		t.Fatalf("loading the sample registry: %v", err)
+		t.Fatalf("loading the registry: %v", err)
 	}
 	return reg
 }
@@ -114,7 +135,12 @@ type Log struct {
 // NewLog returns a capture and a debug-level logger writing to it as JSON.
 func NewLog() (*Log, *slog.Logger) {
 	l := &Log{}
-	return l, slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return l, l.Logger()
+}
+
+// Logger returns a debug-level logger writing to the capture as JSON.
+func (l *Log) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Write appends to the capture.

@@ -2,7 +2,6 @@ package connectortest
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,23 +99,4 @@ func AssertClass(t testing.TB, what string, err error, want Expect) {
 	if want.Message != "" && !strings.Contains(err.Error(), want.Message) {
 		t.Errorf("%s: error %q does not mention %q", what, err, want.Message)
 	}
-}
-
-// CallN makes calls calls through fetch (i counts from 1): every call but
-// the last must succeed, and the last must fail as want says. It returns
-// the last call's error.
-func CallN(t testing.TB, calls int, fetch func(i int) error, want Expect) error {
-	t.Helper()
-	var err error
-	for i := 1; i <= calls; i++ {
-		err = fetch(i)
-		if i < calls {
-			if err != nil {
-				t.Fatalf("call %d: %v", i, err)
-			}
-			continue
-		}
-		AssertClass(t, fmt.Sprintf("call %d", i), err, want)
-	}
-	return err
 }

@@ -3,6 +3,7 @@ package datago
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -191,4 +192,58 @@ func readXML(head []byte) envelope {
 func number(s string) (int64, bool) {
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	return v, err == nil
+}
+
+// Paging counts after the items: data.go.kr writes numOfRows, pageNo and
+// totalCount at the end of the body, where the head does not reach on a
+// full page. Inside JSON strings and XML text a quote or '<' is escaped,
+// so these patterns only match the envelope's own fields; the last match
+// wins (body fields follow the items).
+var (
+	tailJSON = map[string]*regexp.Regexp{
+		"totalCount": regexp.MustCompile(`"totalCount"\s*:\s*"?\s*(\d+)`),
+		"pageNo":     regexp.MustCompile(`"pageNo"\s*:\s*"?\s*(\d+)`),
+		"numOfRows":  regexp.MustCompile(`"numOfRows"\s*:\s*"?\s*(\d+)`),
+	}
+	tailXML = map[string]*regexp.Regexp{
+		"totalCount": regexp.MustCompile(`<totalCount>\s*(\d+)\s*</totalCount>`),
+		"pageNo":     regexp.MustCompile(`<pageNo>\s*(\d+)\s*</pageNo>`),
+		"numOfRows":  regexp.MustCompile(`<numOfRows>\s*(\d+)\s*</numOfRows>`),
+	}
+)
+
+// lastNumber returns the number of the last match of re in b.
+func lastNumber(re *regexp.Regexp, b []byte) (int64, bool) {
+	all := re.FindAllSubmatch(b, -1)
+	if len(all) == 0 {
+		return 0, false
+	}
+	return number(string(all[len(all)-1][1]))
+}
+
+// pageCounts says where a page stands: the total rows, the page number and
+// the rows per page the provider reported, read from the head when it
+// holds them, else from the tail. ok is false when neither holds
+// totalCount.
+func pageCounts(head, tail []byte) (total, pageNo, rows int64, ok bool) {
+	var env envelope
+	res := tailJSON
+	switch connector.Sniff(head) {
+	case "json":
+		env = readJSON(head)
+	case "xml":
+		env = readXML(head)
+		res = tailXML
+	}
+	total, ok, pageNo, rows = env.total, env.hasTotal, env.pageNo, env.numOfRows
+	if !ok {
+		total, ok = lastNumber(res["totalCount"], tail)
+	}
+	if pageNo <= 0 {
+		pageNo, _ = lastNumber(res["pageNo"], tail)
+	}
+	if rows <= 0 {
+		rows, _ = lastNumber(res["numOfRows"], tail)
+	}
+	return total, pageNo, rows, ok
 }

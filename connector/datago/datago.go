@@ -6,6 +6,7 @@ package datago
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,7 +17,7 @@ import (
 )
 
 func init() {
-	connector.Register("datago", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }
@@ -46,7 +47,10 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 // Fetch asks the dataset's service path with serviceKey (the provider's
 // auth param; the decoding key, encoded once), the dataset's parameters
 // ({from}/{to} filled in, including its JSON switch such as _type=json or
-// resultType=json), and pageNo/numOfRows unless the dataset sets them.
+// resultType=json), and pageNo/numOfRows unless the dataset sets them. A
+// pageNo the dataset sets is its first page: Page n asks pageNo + n - 1.
+// Response.Next asks for the next page while totalCount (read at the end
+// of the body) lies beyond pageNo × numOfRows.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
 	return c.fetch(ctx, req, false)
 }
@@ -87,15 +91,33 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	}
 	q := []registry.Param{{Name: param, Value: key}}
 	params := r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To))
+	// A pageNo the dataset declares is its first page; Page counts from it.
+	first := 1
+	if v, ok := r.Param("pageNo"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest,
+				Message: fmt.Sprintf("request.params.pageNo %q is not a page number (1 or more)", v)})
+		}
+		first = n
+	}
+	pageNo := strconv.Itoa(first + req.PageOrFirst() - 1)
 	if !connector.HasParam(params, "pageNo") {
-		q = append(q, registry.Param{Name: "pageNo", Value: strconv.Itoa(req.PageOrFirst())})
+		q = append(q, registry.Param{Name: "pageNo", Value: pageNo})
 	}
 	if !connector.HasParam(params, "numOfRows") || req.Limit > 0 {
 		q = append(q, registry.Param{Name: "numOfRows", Value: strconv.Itoa(size)})
 	}
 	for _, p := range params {
-		if p.Name == "numOfRows" && req.Limit > 0 {
+		switch {
+		case p.Name == "numOfRows" && req.Limit > 0:
 			continue
+		case p.Name == "numOfRows":
+			if n, err := strconv.Atoi(strings.TrimSpace(p.Value)); err == nil && n > 0 {
+				size = n
+			}
+		case p.Name == "pageNo":
+			p.Value = pageNo
 		}
 		q = append(q, p)
 	}
@@ -107,9 +129,46 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	if method == "" {
 		method = http.MethodGet
 	}
-	return c.base.Do(ctx, connector.Exchange{Call: call, Method: method,
+	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, Method: method,
 		URL:    c.base.URL((&url.URL{Path: r.Path}).EscapedPath(), connector.EncodeQuery(q)),
 		Format: format, Classify: Classify})
+	if err != nil {
+		return nil, err
+	}
+	c.pages(call, req, resp, int64(first+req.PageOrFirst()-1), int64(size))
+	return resp, nil
+}
+
+// pages sets the Next of an answer: more pages follow while totalCount
+// lies beyond pageNo × numOfRows. totalCount usually comes after the
+// items, so the decision waits for the end of the body (its head and its
+// last connector.TailSize bytes are kept). An answer that names no
+// totalCount fails Next: whether rows are missing cannot be told.
+func (c *Connector) pages(call connector.Call, req connector.Request, resp *connector.Response, askedPage, askedRows int64) {
+	tail := &connector.Tail{}
+	watch := connector.Watch(resp, tail)
+	resp.Next = func() (connector.Request, bool, error) {
+		if !watch.Done() {
+			return connector.Request{}, false, connector.Unread()
+		}
+		total, pageNo, rows, ok := pageCounts(watch.Head(), tail.Bytes())
+		if !ok {
+			return connector.Request{}, false, c.base.Fail(call, resp.Status, &connector.Error{Class: connector.BadRequest, Code: "paging",
+				Message: "the answer names no totalCount: cannot tell whether further pages follow"})
+		}
+		if pageNo <= 0 {
+			pageNo = askedPage
+		}
+		if rows <= 0 {
+			rows = askedRows
+		}
+		if total <= pageNo*rows {
+			return connector.Request{}, false, nil
+		}
+		next := req
+		next.Page = req.PageOrFirst() + 1
+		return next, true, nil
+	}
 }
 
 // decodingKey returns the decoding key. The portal issues two spellings of

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	connector.Register("ecos", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }
@@ -43,6 +43,8 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 
 // Fetch asks StatisticSearch for rows (Page-1)*size+1 … Page*size of the
 // dataset's statistic between From and To, dates written per cycle.
+// Response.Next asks for the next rows while list_total_count lies beyond
+// the last row asked.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
 	return c.fetch(ctx, req, false)
 }
@@ -82,12 +84,19 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	if derr != nil {
 		return nil, derr
 	}
-	u, end, format, err := c.build(req)
-	if err != nil {
-		return nil, c.base.Fail(call, 0, err)
+	u, end, format, berr := c.build(req)
+	if berr != nil {
+		return nil, c.base.Fail(call, 0, berr)
 	}
-	return c.base.Do(ctx, connector.Exchange{Call: call, URL: u, Format: format,
+	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: u, Format: format,
 		Classify: func(h connector.Head) connector.Verdict { return Classify(h, end) }})
+	if err != nil {
+		return nil, err
+	}
+	// list_total_count comes before the rows: the head decides.
+	more := resp.More
+	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
+	return resp, nil
 }
 
 // build returns the request URL (key included), the last row asked for

@@ -181,3 +181,29 @@ func TestFormatDate(t *testing.T) {
 		t.Error("unknown cycle accepted")
 	}
 }
+
+// TestSpecCycleFormatsAreFormatDate keeps the declared cycle formats
+// (Spec, read by planners and the watch) the ones the connector writes.
+func TestSpecCycleFormatsAreFormatDate(t *testing.T) {
+	days := []time.Time{
+		time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), time.Date(2023, 2, 28, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC), time.Date(2024, 1, 16, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 6, 30, 0, 0, 0, 0, time.UTC), time.Date(2024, 7, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for _, c := range ecos.Spec.Dates.Cycles {
+		for _, d := range days {
+			want, err := ecos.FormatDate(c.Code, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Format.Write(d); got != want {
+				t.Errorf("cycle %s, %s: spec writes %q, the connector %q", c.Code, d.Format(time.DateOnly), got, want)
+			}
+			start, err := c.Format.Parse(want)
+			if err != nil || !start.Equal(c.Unit.Floor(d)) {
+				t.Errorf("cycle %s: %q parses as %v (%v), want the %s holding %s", c.Code, want, start, err, c.Unit, d.Format(time.DateOnly))
+			}
+		}
+	}
+}

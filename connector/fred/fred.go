@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	connector.Register("fred", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }
@@ -45,7 +45,8 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 
 // Fetch asks for the series' observations from From to To
 // (observation_start/observation_end, YYYY-MM-DD). Limit sets limit;
-// Page > 1 sets offset = (Page-1) × limit.
+// Page > 1 sets offset = (Page-1) × limit; Response.Next asks for the
+// next offset while count lies beyond the last row asked.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
 	return c.fetch(ctx, req, false, false)
 }
@@ -93,7 +94,14 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, new
 			q = append(q, p)
 		}
 	}
+	// A limit the dataset declares is its page size: later pages' offsets
+	// count in it.
 	limit := maxLimit
+	if v, ok := r.Param("limit"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxLimit {
+			limit = n
+		}
+	}
 	if req.Limit > 0 {
 		limit = min(req.Limit, maxLimit)
 		q = append(q, registry.Param{Name: "limit", Value: strconv.Itoa(limit)})
@@ -105,6 +113,13 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, new
 	if newestFirst {
 		q = append(q, registry.Param{Name: "sort_order", Value: "desc"})
 	}
-	return c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL(ObservationsPath, connector.EncodeQuery(q)),
+	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL(ObservationsPath, connector.EncodeQuery(q)),
 		Format: format, Classify: func(h connector.Head) connector.Verdict { return Classify(h, offset+limit) }})
+	if err != nil {
+		return nil, err
+	}
+	// count comes before the observations: the head decides.
+	more := resp.More
+	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
+	return resp, nil
 }

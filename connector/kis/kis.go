@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	connector.Register("kis", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }
@@ -68,7 +68,7 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 // replacement would break the once-a-minute rule the call fails
 // RateLimited (EGW00133) with the wait, and tokenP is not asked.
 // Page > 1 sends tr_cont: N, the continuation of a previous answer whose
-// tr_cont was M or F.
+// tr_cont was M or F; Response.Next asks for it.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
 	return c.fetch(ctx, req, false)
 }
@@ -106,7 +106,7 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	resp, err := c.send(ctx, call, req, appKey, appSecret, tok)
 	var e *connector.Error
 	if err == nil || !errors.As(err, &e) || !tokenRejected(e.Code) {
-		return resp, err
+		return paged(req, resp), err
 	}
 	if fresh {
 		// A token issued for this very call was refused: waiting or asking
@@ -124,7 +124,19 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	if err != nil && errors.As(err, &e) && tokenRejected(e.Code) {
 		c.forget(tok2)
 	}
-	return resp, err
+	return paged(req, resp), err
+}
+
+// paged sets the Next of a successful answer: the response header tr_cont
+// M or F (Response.More) asks for the same query again with tr_cont: N,
+// the continuation the gateway keeps for it.
+func paged(req connector.Request, resp *connector.Response) *connector.Response {
+	if resp == nil {
+		return nil
+	}
+	more := resp.More
+	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
+	return resp
 }
 
 func (c *Connector) send(ctx context.Context, call connector.Call, req connector.Request, appKey, appSecret, tok string) (*connector.Response, error) {

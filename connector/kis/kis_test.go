@@ -552,5 +552,3 @@ func TestTokenKey(t *testing.T) {
 		t.Errorf("TokenKey: %s %s", a, b)
 	}
 }
-
-func asErr(err error, e **connector.Error) bool { return errors.As(err, e) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"github.com/sluicehq/sluice/connector/kis"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
+	simkis "github.com/sluicehq/sluice/simulator/kis"
 )
 
 // Environment of a helper process.
@@ -168,8 +171,38 @@ func TestTokenIssuedOnceAcrossProcessesAgainstTheSimulator(t *testing.T) {
 	clk.Add(time.Hour)
 	run(1)
 	check("a restart", 1, 1)
-	s.sim.ExpireKISTokens()
+	simkis.ExpireTokens(s.sim)
 	clk.Add(2 * time.Minute)
 	run(n)
 	check("5 processes after expiry", 2, 2)
+}
+
+// simEnv is the simulator serving the sample registry, and the token
+// store the helper processes share.
+type simEnv struct {
+	sim   *simulator.Simulator
+	url   string
+	store string
+}
+
+func startSim(t *testing.T, opts simulator.Options) *simEnv {
+	t.Helper()
+	reg := connectortest.Registry(t)
+	opts.Registry = reg
+	sim, err := simulator.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	return &simEnv{sim: sim, url: srv.URL, store: filepath.Join(t.TempDir(), "tokens")}
+}
+
+func (s *simEnv) scope(t *testing.T) *simulator.ScopeStats {
+	t.Helper()
+	st := s.sim.Stats().Scopes["kis/key"]
+	if st == nil {
+		t.Fatalf("no kis/key scope in %v", s.sim.Stats().Scopes)
+	}
+	return st
 }

@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	connector.Register("upbit", func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
+	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
 		return New(p, opts)
 	})
 }
@@ -57,7 +57,9 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 // candle days (a candle day runs 00:00–24:00 UTC, 09:00–09:00 KST):
 // to = the day after To at 00:00:00 UTC (exclusive), count = the days in
 // the range, at most MaxCount. Limit > 0 asks for fewer: the newest Limit
-// candles before to. Page is ignored: page by date range.
+// candles before to. A range of more than MaxCount days comes in pages,
+// newest first: Response.Next sets Cursor to the oldest candle of a full
+// page (the next page's exclusive to) while that candle is after From.
 func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
 	return c.fetch(ctx, req, false)
 }
@@ -76,11 +78,26 @@ func CandleWindow(from, to time.Time) (toParam string, count int, err error) {
 	if t.Before(f) {
 		return "", 0, fmt.Errorf("the range ends (%s) before it starts (%s)", t.Format(time.DateOnly), f.Format(time.DateOnly))
 	}
-	count = int(t.Sub(f).Hours()/24) + 1
-	if count > MaxCount {
-		return "", 0, fmt.Errorf("%d days asked; UPBIT answers at most %d candles a call: split the range", count, MaxCount)
+	count = min(int(t.Sub(f).Hours()/24)+1, MaxCount)
+	return t.AddDate(0, 0, 1).Format(toLayout), count, nil
+}
+
+// toLayout is how the to parameter is written.
+const toLayout = "2006-01-02T15:04:05Z"
+
+// cursorWindow returns the count of a page whose exclusive to is the
+// cursor: the candle days from from up to the day before it, at most
+// MaxCount.
+func cursorWindow(from time.Time, cursor string) (time.Time, int, error) {
+	to, err := time.Parse(toLayout, cursor)
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("cursor %q is not a to time (%s)", cursor, toLayout)
 	}
-	return t.AddDate(0, 0, 1).Format("2006-01-02T15:04:05Z"), count, nil
+	days := int(to.Sub(connector.CivilDate(from)).Hours() / 24)
+	if days < 1 {
+		return time.Time{}, 0, fmt.Errorf("cursor %s is not after the range's first day %s", cursor, connector.CivilDate(from).Format(time.DateOnly))
+	}
+	return to, min(days, MaxCount), nil
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
@@ -94,6 +111,13 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	toParam, count, err := CandleWindow(req.From, req.To)
 	if err != nil {
 		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: err.Error()})
+	}
+	if req.Cursor != "" {
+		var to time.Time
+		if to, count, err = cursorWindow(req.From, req.Cursor); err != nil {
+			return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: err.Error()})
+		}
+		toParam = to.Format(toLayout)
 	}
 	if req.Limit > 0 && req.Limit < count {
 		count = req.Limit
@@ -118,8 +142,13 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 		}
 		h.Set("Authorization", auth)
 	}
-	return c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL((&url.URL{Path: path}).EscapedPath(), connector.EncodeQuery(q)),
+	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL((&url.URL{Path: path}).EscapedPath(), connector.EncodeQuery(q)),
 		Header: h, Format: "json", Classify: Classify})
+	if err != nil {
+		return nil, err
+	}
+	c.pages(call, req, resp, toParam, count)
+	return resp, nil
 }
 
 func quotation(path string) bool {

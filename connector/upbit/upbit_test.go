@@ -116,8 +116,10 @@ func TestCandleWindow(t *testing.T) {
 	if to != "2024-01-03T00:00:00Z" {
 		t.Errorf("civil date in KST: %q", to)
 	}
-	if _, _, err := upbit.CandleWindow(day(1), day(1).AddDate(0, 0, 200)); err == nil {
-		t.Error("201 days accepted")
+	// A longer range starts with its newest MaxCount days; the rest are
+	// further pages (Response.Next).
+	if to, n, err := upbit.CandleWindow(day(1), day(1).AddDate(0, 0, 200)); err != nil || n != upbit.MaxCount || to != "2024-07-20T00:00:00Z" {
+		t.Errorf("201 days: %q %d %v", to, n, err)
 	}
 	if _, n, err := upbit.CandleWindow(day(1), day(1).AddDate(0, 0, 199)); err != nil || n != 200 {
 		t.Errorf("200 days: %d %v", n, err)

@@ -1,6 +1,6 @@
 // Command record runs a small real batch — embedded Temporal, the provider
 // simulator, a worker, a local lake — and writes the histories of the
-// DailyIngest, ScopeLimiter and OpsEvents workflows it produced to
+// DailyIngest, Refetch, ScopeLimiter and OpsEvents workflows it produced to
 // workflows/testdata, for the replay tests. Run it from the module root
 // after changing workflow code on purpose:
 //
@@ -21,12 +21,14 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
@@ -101,6 +103,20 @@ func run() error {
 		return err
 	}
 	fmt.Printf("batch: %d ok, %d no data, %d failed\n", res.Succeeded, res.NoData, res.Failed)
+	// A refetch of one day and one range that needs several pages.
+	refetch := workflows.RefetchInput{Items: []activities.IngestInput{
+		{Dataset: "fred-dgs10", From: "2026-11-27"},
+		{Dataset: "upbit-krw-btc", From: "2025-01-01", To: "2026-06-30"},
+	}}
+	rrun, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-refetch", TaskQueue: worker.DefaultTaskQueue}, workflows.RefetchName, refetch)
+	if err != nil {
+		return err
+	}
+	var rres workflows.RefetchResult
+	if err := rrun.Get(ctx, &rres); err != nil {
+		return err
+	}
+	fmt.Printf("refetch: %d ok, %d failed, pages %d and %d\n", rres.Succeeded, rres.Failed, rres.Results[0].Pages, rres.Results[1].Pages)
 	if err := events.NewRecorder(tc, worker.DefaultTaskQueue).Record(ctx, events.Event{Kind: events.KindBackoff, Scope: "fred/key", Message: "recorded for the replay test"}); err != nil {
 		return err
 	}
@@ -113,6 +129,7 @@ func run() error {
 		workflows.DailyWorkflowID(in.Date): "daily-ingest.json",
 		ratelimit.WorkflowID("fred/key"):   "scope-limiter.json",
 		events.WorkflowID:                  "ops-events.json",
+		"record-refetch":                   "refetch.json",
 	} {
 		if err := save(ctx, tc, id, filepath.Join("workflows", "testdata", file)); err != nil {
 			return err

@@ -1,0 +1,194 @@
+package kis
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/simulator/synth"
+)
+
+// pageRows is how many output2 rows one chart call returns at most.
+const pageRows = 50
+
+// maxCursors bounds the remembered tr_cont paging positions.
+const maxCursors = 10000
+
+// inputError is the answer to a missing or malformed query field (HTTP
+// 200, rt_cd "1": check the body, not the status).
+func inputError(field string) *simulator.Reply {
+	return gatewayError(http.StatusOK, "OPSQ2001", "입력 필드 값이 올바르지 않습니다.("+field+")", "error")
+}
+
+// chart answers a daily/weekly/monthly/yearly chart call: output1 (the
+// latest quote) and output2 (newest first, at most pageRows rows), paged
+// with the tr_cont headers.
+func (p *provider) chart(r *http.Request, rt simulator.Route, in *simulator.Instance, trID string, now time.Time) *simulator.Reply {
+	q := r.URL.Query()
+	div, iscd := q.Get("FID_COND_MRKT_DIV_CODE"), q.Get("FID_INPUT_ISCD")
+	if div == "" {
+		return inputError("FID_COND_MRKT_DIV_CODE")
+	}
+	if iscd == "" {
+		return inputError("FID_INPUT_ISCD")
+	}
+	d1, ok := synth.ParseYYYYMMDD(q.Get("FID_INPUT_DATE_1"))
+	if !ok {
+		return inputError("FID_INPUT_DATE_1")
+	}
+	d2, ok := synth.ParseYYYYMMDD(q.Get("FID_INPUT_DATE_2"))
+	if !ok {
+		return inputError("FID_INPUT_DATE_2")
+	}
+	code := q.Get("FID_PERIOD_DIV_CODE")
+	switch code {
+	case "D", "W", "M", "Y":
+	default:
+		return inputError("FID_PERIOD_DIV_CODE")
+	}
+	inst := instrumentFor(p.h.Seed(), trID, div, iscd, rt.Dataset)
+	hi := min(d2, synth.Latest(inst.cal, now, in.Provider().Location, inst.lag, inst.hour))
+	lo := max(d1, inst.start)
+	var periods []period
+	if lo <= hi {
+		periods = periodsNewestFirst(inst.cal, lo, hi, code)
+	}
+
+	// tr_cont paging: a request with tr_cont N continues where the last
+	// answer to the same query left off.
+	cursorKey := in.Provider().ID + "|" + trID + "|" + rt.Path + "?" + q.Encode()
+	var offset, end int
+	var more bool
+	p.h.Locked(func() {
+		if r.Header.Get("tr_cont") == "N" {
+			offset = p.cursors[cursorKey]
+		}
+		if offset > len(periods) {
+			offset = len(periods)
+		}
+		end = min(offset+pageRows, len(periods))
+		more = end < len(periods)
+		if more {
+			if len(p.cursors) >= maxCursors {
+				p.cursors = map[string]int{}
+			}
+			p.cursors[cursorKey] = end
+		} else {
+			delete(p.cursors, cursorKey)
+		}
+	})
+	trCont := "D"
+	switch {
+	case more && offset == 0:
+		trCont = "F"
+	case more:
+		trCont = "M"
+	case offset > 0:
+		trCont = "E"
+	}
+
+	w := simulator.NewJSON(512 + 200*(end-offset))
+	w.Open('{')
+	w.Key("output1")
+	// output1 is the latest quote up to FID_INPUT_DATE_2.
+	last := hi
+	for i := 0; i < 40 && last >= inst.start && !inst.cal.Open(last); i++ {
+		last--
+	}
+	overseas := trID == "FHKST03030100"
+	if last >= inst.start {
+		cur, prev := inst.bar(last), inst.bar(inst.cal.Prev(last))
+		if overseas {
+			writeOverseasOutput1(w, inst, cur, prev, iscd)
+		} else {
+			writeIndexOutput1(w, inst, cur, prev, iscd)
+		}
+	} else {
+		w.Open('{')
+		w.Close('}')
+	}
+	w.Key("output2")
+	w.Open('[')
+	for _, pd := range periods[offset:end] {
+		b := inst.periodBar(pd)
+		w.Open('{')
+		w.KStr("stck_bsop_date", pd.last.YYYYMMDD())
+		if overseas {
+			w.KStr("ovrs_nmix_prpr", simulator.FormatFixed(b.Close, inst.dec))
+			w.KStr("ovrs_nmix_oprc", simulator.FormatFixed(b.Open, inst.dec))
+			w.KStr("ovrs_nmix_hgpr", simulator.FormatFixed(b.High, inst.dec))
+			w.KStr("ovrs_nmix_lwpr", simulator.FormatFixed(b.Low, inst.dec))
+			w.KStr("acml_vol", simulator.FormatAmount(inst.volBase*b.Volume))
+		} else {
+			w.KStr("bstp_nmix_prpr", simulator.FormatFixed(b.Close, inst.dec))
+			w.KStr("bstp_nmix_oprc", simulator.FormatFixed(b.Open, inst.dec))
+			w.KStr("bstp_nmix_hgpr", simulator.FormatFixed(b.High, inst.dec))
+			w.KStr("bstp_nmix_lwpr", simulator.FormatFixed(b.Low, inst.dec))
+			w.KStr("acml_vol", simulator.FormatAmount(inst.volBase*b.Volume))
+			w.KStr("acml_tr_pbmn", simulator.FormatAmount(inst.amtBase*b.Volume*b.Close/inst.series.Base()))
+		}
+		w.KStr("mod_yn", "N")
+		w.Close('}')
+	}
+	w.Close(']')
+	w.KStr("rt_cd", "0")
+	w.KStr("msg_cd", "MCA00000")
+	w.KStr("msg1", "정상처리 되었습니다.")
+	w.Close('}')
+	rep := simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
+	rep.Header.Set("tr_id", trID)
+	rep.Header.Set("tr_cont", trCont)
+	return rep
+}
+
+// changeSign is KIS's prdy_vrss_sign: 2 up, 3 unchanged, 5 down.
+func changeSign(diff float64) string {
+	switch {
+	case diff > 0:
+		return "2"
+	case diff < 0:
+		return "5"
+	}
+	return "3"
+}
+
+func writeIndexOutput1(w *simulator.JSON, in *instrument, cur, prev synth.Bar, iscd string) {
+	c := simulator.Round(cur.Close, in.dec)
+	p := simulator.Round(prev.Close, in.dec)
+	diff := c - p
+	w.Open('{')
+	w.KStr("bstp_nmix_prpr", simulator.FormatFixed(c, in.dec))
+	w.KStr("bstp_nmix_prdy_vrss", simulator.FormatFixed(diff, in.dec))
+	w.KStr("prdy_vrss_sign", changeSign(diff))
+	w.KStr("bstp_nmix_prdy_ctrt", simulator.FormatFixed(100*diff/p, 2))
+	w.KStr("prdy_nmix", simulator.FormatFixed(p, in.dec))
+	w.KStr("acml_vol", simulator.FormatAmount(in.volBase*cur.Volume))
+	w.KStr("acml_tr_pbmn", simulator.FormatAmount(in.amtBase*cur.Volume*cur.Close/in.series.Base()))
+	w.KStr("hts_kor_isnm", in.name)
+	w.KStr("bstp_cls_code", iscd)
+	w.KStr("prdy_vol", simulator.FormatAmount(in.volBase*prev.Volume))
+	w.KStr("bstp_nmix_oprc", simulator.FormatFixed(cur.Open, in.dec))
+	w.KStr("bstp_nmix_hgpr", simulator.FormatFixed(cur.High, in.dec))
+	w.KStr("bstp_nmix_lwpr", simulator.FormatFixed(cur.Low, in.dec))
+	w.Close('}')
+}
+
+func writeOverseasOutput1(w *simulator.JSON, in *instrument, cur, prev synth.Bar, iscd string) {
+	c := simulator.Round(cur.Close, in.dec)
+	p := simulator.Round(prev.Close, in.dec)
+	diff := c - p
+	w.Open('{')
+	w.KStr("ovrs_nmix_prdy_vrss", simulator.FormatFixed(diff, in.dec))
+	w.KStr("prdy_vrss_sign", changeSign(diff))
+	w.KStr("prdy_ctrt", simulator.FormatFixed(100*diff/p, 2))
+	w.KStr("ovrs_nmix_prdy_clpr", simulator.FormatFixed(p, in.dec))
+	w.KStr("acml_vol", simulator.FormatAmount(in.volBase*cur.Volume))
+	w.KStr("hts_kor_isnm", in.name)
+	w.KStr("ovrs_nmix_prpr", simulator.FormatFixed(c, in.dec))
+	w.KStr("stck_shrn_iscd", iscd)
+	w.KStr("prdy_vol", simulator.FormatAmount(in.volBase*prev.Volume))
+	w.KStr("ovrs_prod_oprc", simulator.FormatFixed(cur.Open, in.dec))
+	w.KStr("ovrs_prod_hgpr", simulator.FormatFixed(cur.High, in.dec))
+	w.KStr("ovrs_prod_lwpr", simulator.FormatFixed(cur.Low, in.dec))
+	w.Close('}')
+}

@@ -1,0 +1,25 @@
+package synth
+
+import "time"
+
+// Latest returns the newest day whose data is published at now: a day d is
+// published lag days later at hour:00 in loc (lag 0: the same day), and
+// only open days of cal have data.
+func Latest(cal Calendar, now time.Time, loc *time.Location, lag, hour int) Day {
+	t := now.In(loc)
+	d := DayOf(t) - Day(lag)
+	if t.Hour() < hour {
+		d--
+	}
+	for i := 0; i < 40 && !cal.Open(d); i++ {
+		d--
+	}
+	return d
+}
+
+// Pick returns a deterministic value in [lo, hi) for key: a level for an
+// instrument the simulator has no table entry for.
+func Pick(seed int64, key string, lo, hi float64) float64 {
+	u := float64(Hash(seed, key, 0)>>11) / (1 << 53)
+	return lo + u*(hi-lo)
+}
