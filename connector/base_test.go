@@ -39,11 +39,11 @@ type observation struct {
 	err    error
 }
 
-func (r *recorder) gate(_ context.Context, c connector.Call) error {
+func (r *recorder) gate(_ context.Context, c connector.Call) (connector.Permit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gated = append(r.gated, c)
-	return nil
+	return connector.Permit{}, nil
 }
 
 func (r *recorder) observe(_ context.Context, o connector.Observation) {
@@ -276,7 +276,7 @@ func TestDoContextAndGate(t *testing.T) {
 	}
 	stop := errors.New("limiter closed")
 	b = newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
-		o.Gate = func(context.Context, connector.Call) error { return stop }
+		o.Gate = func(context.Context, connector.Call) (connector.Permit, error) { return connector.Permit{}, stop }
 	})
 	_, err = b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL, Classify: accept})
 	if !errors.Is(err, stop) || hits != 0 {

@@ -149,16 +149,19 @@ func trackerOf(ctx context.Context) *tracker {
 }
 
 // Wait is connector.Options.Gate: it returns when the call may be sent,
-// holding a permit of every scope instance the call counts against. A
+// holding a permit of every scope instance the call counts against, with
+// the earliest of their deadlines: the connector checks it again once its
+// connection is ready and asks again when the request would leave late. A
 // data call whose dataset has no scope is refused (BadRequest, never
-// retried): no call leaves without a permit.
-func (g *Gate) Wait(ctx context.Context, call connector.Call) error {
+// retried): no call leaves without a permit. Token calls are paced by the
+// token store (once a minute per app key), not here.
+func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit, error) {
 	if call.Kind != connector.CallData {
-		return nil
+		return connector.Permit{}, nil
 	}
 	scopes := g.reg.ScopesFor(call.Dataset)
 	if len(scopes) == 0 {
-		return &connector.Error{Class: connector.BadRequest, Provider: call.Provider, Dataset: call.Dataset, Code: CodeNoScope,
+		return connector.Permit{}, &connector.Error{Class: connector.BadRequest, Provider: call.Provider, Dataset: call.Dataset, Code: CodeNoScope,
 			Message: "the dataset counts against no rate-limit scope of the registry, so no permit can be held for it: the call is refused"}
 	}
 	stop := keepAlive(ctx)
@@ -170,15 +173,15 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) error {
 		if errors.As(err, &q) {
 			g.emit(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: q.Scope, Provider: call.Provider, Dataset: call.Dataset,
 				Message: fmt.Sprintf("declared daily quota of %d calls used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))})
-			return &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
+			return connector.Permit{}, &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
 				Code: CodeQuota, Message: q.Error(), ResetAt: q.ResetAt}
 		}
 		var w *WaitError
 		if errors.As(err, &w) {
-			return &connector.Error{Class: connector.RateLimited, Provider: call.Provider, Dataset: call.Dataset,
+			return connector.Permit{}, &connector.Error{Class: connector.RateLimited, Provider: call.Provider, Dataset: call.Dataset,
 				Code: CodeHeldBack, Message: w.Error(), RetryAfter: w.Wait}
 		}
-		return err
+		return connector.Permit{}, err
 	}
 	waited := time.Since(start)
 	t := trackerOf(ctx)
@@ -194,7 +197,13 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) error {
 	if t != nil {
 		t.mu.Unlock()
 	}
-	return nil
+	var grant connector.Permit
+	for _, p := range permits {
+		if grant.Deadline.IsZero() || p.Deadline.Before(grant.Deadline) {
+			grant.Deadline = p.Deadline
+		}
+	}
+	return grant, nil
 }
 
 // hold acquires a permit of every scope and returns once all of them allow

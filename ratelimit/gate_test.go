@@ -70,7 +70,7 @@ func TestGateHoldsEveryScopeAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := g.Wait(ctx, connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}); err != nil {
+			if _, err := g.Wait(ctx, connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}); err != nil {
 				t.Errorf("wait: %v", err)
 				return
 			}
@@ -111,7 +111,7 @@ func TestGateRefusesCallWithoutScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = g.Wait(context.Background(), connector.Call{Provider: "fred", Dataset: "fred-unscoped", Kind: connector.CallData})
+	_, err = g.Wait(context.Background(), connector.Call{Provider: "fred", Dataset: "fred-unscoped", Kind: connector.CallData})
 	var ce *connector.Error
 	if !errors.As(err, &ce) || ce.Class != connector.BadRequest || ce.Code != ratelimit.CodeNoScope || ce.Dataset != "fred-unscoped" {
 		t.Fatalf("call without a scope: %v", err)
@@ -120,7 +120,7 @@ func TestGateRefusesCallWithoutScope(t *testing.T) {
 		t.Errorf("the limiter was asked %d times", st.Updates)
 	}
 	// Token calls are paced by the token store, not the gate.
-	if err := g.Wait(context.Background(), connector.Call{Provider: "fred", Kind: connector.CallToken}); err != nil {
+	if _, err := g.Wait(context.Background(), connector.Call{Provider: "fred", Kind: connector.CallToken}); err != nil {
 		t.Errorf("token call: %v", err)
 	}
 }
@@ -140,7 +140,7 @@ func TestGateRecordsCappedBackoff(t *testing.T) {
 	}
 	ctx := ratelimit.Track(context.Background())
 	call := connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}
-	if err := g.Wait(ctx, call); err != nil {
+	if _, err := g.Wait(ctx, call); err != nil {
 		t.Fatal(err)
 	}
 	g.Observe(ctx, connector.Observation{Call: call, Status: 418, Err: &connector.Error{Class: connector.Blocked, Provider: "fred", Code: "418",

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
+	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
 func simAt(t *testing.T, reg *registry.Registry, scale float64) string {

@@ -438,7 +438,10 @@ func TestTokenEndpointAnswers(t *testing.T) {
 		}
 		var kinds []string
 		c := e.connector(t, func(o *connector.Options) {
-			o.Gate = func(_ context.Context, call connector.Call) error { kinds = append(kinds, call.Kind); return nil }
+			o.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
+				kinds = append(kinds, call.Kind)
+				return connector.Permit{}, nil
+			}
 		})
 		_, _, err := fetchBody(t, c, e.request())
 		var ce *connector.Error
