@@ -25,7 +25,11 @@
 //     other dataset succeeds;
 //   - TestHalfRate: KIS rejecting at half its declared rate; the scope backs
 //     off, the limiter and the ops events record every backoff and the batch
-//     (30 KIS datasets) completes.
+//     (30 KIS datasets) completes;
+//   - TestTokenSharedAcrossMachines: three workers with a data directory
+//     each (no shared filesystem) and then three fresh ones share one KIS
+//     token through the token keepers: one token request, none refused, no
+//     secret in the keeper's history or any log (issue 12 §5).
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (a one-minute

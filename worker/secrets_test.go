@@ -304,7 +304,7 @@ func TestNoSecretLeavesByAnyPath(t *testing.T) {
 // key (the simulator issued it): a secret too.
 func issuedTokens(t *testing.T, store connector.TokenStore, baseURL string) []string {
 	t.Helper()
-	tok, ok, err := store.Load(context.Background(), kis.TokenKey(baseURL, canaries["KIS_APP_KEY"]))
+	tok, ok, err := store.Load(context.Background(), kis.TokenKey(baseURL, canaries["KIS_APP_KEY"], canaries["KIS_APP_SECRET"]))
 	if err != nil || !ok || tok.AccessToken == "" {
 		t.Fatalf("no KIS token in the store (%v): the test needs one to look for", err)
 	}

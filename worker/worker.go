@@ -1,7 +1,8 @@
 // Package worker assembles a Sluice worker process: a Temporal worker on
 // Sluice's task queue running the workflows (daily ingest, scope limiters,
 // ops events) and the activities, with their connectors, the lake sink, the
-// limiter client and the Prometheus metrics server.
+// limiter client and the Prometheus metrics server; and, with a sealing
+// client, a second worker running the token keepers.
 package worker
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/workflows"
 
 	// Link every provider connector.
@@ -43,7 +45,15 @@ type Options struct {
 	// BaseURLs overrides provider base URLs ("*" for all): the simulator.
 	BaseURLs    map[string]string
 	Credentials connector.Credentials
-	TokenStore  connector.TokenStore
+	// TokenStore keeps KIS tokens; nil means the token keepers when
+	// TokenKeeper is set, else the connector's file store.
+	TokenStore connector.TokenStore
+	// TokenKeeper, when set, is a client whose payloads are sealed
+	// (tokenkeeper.SealingClient): the worker also runs the token-keeper
+	// workflows, on tokenkeeper.TaskQueue(TaskQueue), with it, and keeps
+	// KIS tokens in them unless TokenStore is set — one token per app key
+	// across every machine.
+	TokenKeeper client.Client
 	// RateScale multiplies every declared rate: only against a simulator
 	// running at the same scale, which Start checks (ratelimit.CheckScale).
 	RateScale float64
@@ -61,6 +71,7 @@ type Options struct {
 // Worker is a running Sluice worker.
 type Worker struct {
 	w          sdkworker.Worker
+	keeper     sdkworker.Worker // nil without Options.TokenKeeper
 	metrics    *metrics.Metrics
 	limiter    *ratelimit.Client
 	gate       *ratelimit.Gate
@@ -76,6 +87,12 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 	w.RegisterActivity(acts)
+}
+
+// RegisterTokenKeeper registers the token-keeper workflow on w, a worker
+// on tokenkeeper.TaskQueue whose client seals payloads.
+func RegisterTokenKeeper(w sdkworker.Registry) {
+	w.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName})
 }
 
 // Start builds and starts a worker; Stop it when done.
@@ -100,6 +117,13 @@ func Start(opts Options) (*Worker, error) {
 	cancelCheck()
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
+	}
+	if opts.TokenKeeper != nil && opts.TokenStore == nil {
+		store, err := tokenkeeper.NewStore(opts.TokenKeeper, tokenkeeper.StoreOptions{TaskQueue: tokenkeeper.TaskQueue(opts.TaskQueue), Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+		opts.TokenStore = store
 	}
 	m := metrics.New()
 	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger})
@@ -133,7 +157,18 @@ func Start(opts Options) (*Worker, error) {
 		out.metricsLn = ln
 		go func() { _ = out.metricsSrv.Serve(ln) }()
 	}
+	if opts.TokenKeeper != nil {
+		out.keeper = sdkworker.New(opts.TokenKeeper, tokenkeeper.TaskQueue(opts.TaskQueue), sdkworker.Options{})
+		RegisterTokenKeeper(out.keeper)
+		if err := out.keeper.Start(); err != nil {
+			out.stopMetrics()
+			return nil, fmt.Errorf("starting the token keeper worker on task queue %s: %w", tokenkeeper.TaskQueue(opts.TaskQueue), err)
+		}
+	}
 	if err := w.Start(); err != nil {
+		if out.keeper != nil {
+			out.keeper.Stop()
+		}
 		out.stopMetrics()
 		return nil, fmt.Errorf("starting worker on task queue %s: %w", opts.TaskQueue, err)
 	}
@@ -171,6 +206,9 @@ func (w *Worker) Activities() *activities.Activities { return w.acts }
 // cancelled, and stops the metrics server.
 func (w *Worker) Stop() {
 	w.w.Stop()
+	if w.keeper != nil {
+		w.keeper.Stop()
+	}
 	w.stopMetrics()
 }
 

@@ -1,14 +1,17 @@
 package workflows_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -38,5 +41,31 @@ func TestReplay(t *testing.T) {
 				t.Fatalf("replaying %s: %v", file, err)
 			}
 		})
+	}
+}
+
+// TestReplayTokenKeeper replays a recorded token keeper's history, whose
+// payloads are sealed with the test key in testdata/token-keeper.key: the
+// replayer opens them with the same codec the workers use.
+func TestReplayTokenKeeper(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "token-keeper.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := codec.ParseKeyring("testdata/token-keeper.key", string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := codec.New(ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: c.DataConverter(), FailureConverter: c.FailureConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName})
+	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "token-keeper.json")); err != nil {
+		t.Fatalf("replaying token-keeper.json: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
@@ -65,14 +64,6 @@ func limiterScopes(reg *registry.Registry, names []string) ([]*registry.ScopeIns
 	return out, nil
 }
 
-func dialTemporal(tf temporalFlags) (client.Client, error) {
-	tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(discardLogger())})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
-	}
-	return tc, nil
-}
-
 func newLimiterStateCmd() *cobra.Command {
 	var tf temporalFlags
 	var scopes []string
@@ -89,7 +80,7 @@ func newLimiterStateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tc, err := dialTemporal(tf)
+			tc, err := tf.dialQuiet(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -181,7 +172,7 @@ so roll the workers too. --clear drops the operator's limits again.`,
 			if err != nil {
 				return err
 			}
-			tc, err := dialTemporal(tf)
+			tc, err := tf.dialQuiet(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -34,6 +34,11 @@ type runtimeFlags struct {
 	maxActivities  int
 	metricsAddr    string
 	logLevel       string
+	tokenStore     string
+	keys           keyFlags
+	// keeper is the token keepers' sealing client, once tokenKeeper chose
+	// them; nil: the file store.
+	keeper client.Client
 }
 
 func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
@@ -46,6 +51,8 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
 	intFlag(fs, &r.maxActivities, "max-activities", "SLUICE_MAX_ACTIVITIES", 500, "activities this worker runs at once")
 	stringFlag(fs, &r.metricsAddr, "metrics-addr", "SLUICE_METRICS_ADDR", metricsDefault, "serve Prometheus /metrics on HOST:PORT (empty: off)")
 	stringFlag(fs, &r.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	tokenStoreFlag(fs, &r.tokenStore)
+	r.keys.bind(fs)
 }
 
 // validate refuses flag values no worker can run with: a rate scale that
@@ -89,12 +96,24 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 	if r.simCredentials {
 		opts.Credentials = connector.MapCredentials(simulator.TestCredentials(reg))
 	}
-	// KIS tokens live under the data directory: every worker sharing it
-	// (one machine, or a shared volume) shares one token per app key.
-	if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+	if r.keeper != nil {
+		// KIS tokens live in the token keepers: every worker on every
+		// machine shares one token per app key.
+		opts.TokenKeeper = r.keeper
+	} else if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+		// Under the data directory: every worker sharing it (one machine,
+		// or a shared volume) shares one token per app key.
 		opts.TokenStore = store
 	}
 	return opts
+}
+
+// tokenStoreInUse names where KIS tokens are kept, for the start-up log.
+func (r *runtimeFlags) tokenStoreInUse() string {
+	if r.keeper != nil {
+		return tokensKeeper
+	}
+	return tokensFile
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -125,18 +144,27 @@ scope's one limiter, so the declared limits hold across all of them.`,
 				return err
 			}
 			defer lake.Close()
-			tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(log)})
+			ring, err := rf.keyring(log, "")
 			if err != nil {
-				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
+				return err
+			}
+			tc, copts, err := tf.dial(cmd.Context(), log)
+			if err != nil {
+				return err
 			}
 			defer tc.Close()
+			if kc, err := rf.tokenKeeper(cmd.Context(), tc, copts, ring); err != nil {
+				return err
+			} else if kc != nil {
+				defer kc.Close()
+			}
 			w, err := worker.Start(rf.workerOptions(reg, tc, tf.taskQueue, lake, log))
 			if err != nil {
 				return err
 			}
 			defer w.Stop()
 			log.Info("worker started", "temporal", tf.addr, "namespace", tf.namespace, "task_queue", tf.taskQueue, "metrics", w.MetricsAddr(),
-				"datasets", len(reg.Datasets))
+				"datasets", len(reg.Datasets), "kis_tokens", rf.tokenStoreInUse())
 			<-cmd.Context().Done()
 			log.Info("stopping worker")
 			return nil
