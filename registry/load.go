@@ -32,7 +32,10 @@ type Defaults struct {
 	// announces more fails the ingest with a clear error rather than
 	// looping (a provider that always says "more").
 	MaxPagesPerCall int
-	Pos             Pos
+	// LookBack is the look-back of a daily run by the unit of a dataset's
+	// cycle, in periods (defaults.lookback_periods over DefaultLookBack).
+	LookBack map[wire.Unit]int
+	Pos      Pos
 }
 
 // DefaultMaxPagesPerCall is defaults.max_pages_per_call when not declared.
@@ -45,6 +48,7 @@ func builtinDefaults() Defaults {
 		ProbeHeadroom:   2,
 		StaleAfterDays:  180,
 		MaxPagesPerCall: DefaultMaxPagesPerCall,
+		LookBack:        defaultLookBack(),
 		UnknownLimits: RateLimit{
 			Windows: []Window{
 				{Field: "requests_per_second", Length: time.Second, Count: 1},
@@ -142,6 +146,7 @@ func (l *loader) defaults(d *decoder, n *yaml.Node, path string) {
 				def.MaxPagesPerCall = v
 			}
 		}},
+		{"lookback_periods", func(n *yaml.Node, p string) { lookBackDefaults(d, n, p, def.LookBack) }},
 		{"unknown_limits", func(n *yaml.Node, p string) {
 			rl := &RateLimit{Pos: d.pos(n, p)}
 			fields := windowDecoders(d, rl)
@@ -506,7 +511,12 @@ func (l *loader) ingest(d *decoder, n *yaml.Node, path string) *Ingest {
 		}},
 		{"calls_per_run", func(n *yaml.Node, p string) {
 			if v, ok := d.intValue(n, p, 1, 1_000_000); ok {
-				in.CallsPerRun = v
+				in.CallsPerRun, in.callsDeclared, in.callsPos = v, true, d.pos(n, p)
+			}
+		}},
+		{"lookback_periods", func(n *yaml.Node, p string) {
+			if v, ok := d.intValue(n, p, 1, MaxLookBack); ok {
+				in.LookBack, in.lookBackDeclared, in.lookBackPos = v, true, d.pos(n, p)
 			}
 		}},
 	})
@@ -651,6 +661,7 @@ func (l *loader) crossCheck() {
 			d.errorf(&yaml.Node{Line: ds.scopeKeyPos.Line}, ds.scopeKeyPos.Path, "scope_key %q given, but provider %s declares no scope service limit", ds.ScopeKey, pr.ID)
 		}
 		l.checkRequest(ds, pr)
+		l.resolveIngest(ds, pr)
 	}
 }
 
