@@ -496,6 +496,10 @@ func (l *loader) ingest(d *decoder, n *yaml.Node, path string) *Ingest {
 			if s == "" {
 				return
 			}
+			if f := strings.Fields(s); len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+				d.errorf(n, p, "schedule %q names a timezone: a dataset's schedule fires in its provider's timezone (providers.yaml timezone); remove %s", truncate(s, 60), truncate(f[0], 40))
+				return
+			}
 			sched, err := cron.ParseStandard(s)
 			if err != nil {
 				d.errorf(n, p, "invalid cron schedule %q: %v (expected 5 fields: minute hour day-of-month month day-of-week, or @daily, @hourly, @every 6h)", truncate(s, 60), err)

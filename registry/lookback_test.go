@@ -170,6 +170,8 @@ func TestLookBackProblems(t *testing.T) {
 			`registry/providers.yaml:2: defaults.lookback_periods.days: unknown field "days" (allowed: day, week, half_month, month, quarter, half_year, year)`},
 		{"a bad default", "defaults:\n  lookback_periods: {month: -1}\n" + providers, kis,
 			`registry/providers.yaml:2: defaults.lookback_periods.month: value -1 out of range (1 to 400)`},
+		{"a schedule in its own timezone", providers, kis + "ingest:\n  schedule: \"CRON_TZ=UTC 0 9 * * *\"\n",
+			`registry/datasets/d.yaml:5: ingest.schedule: schedule "CRON_TZ=UTC 0 9 * * *" names a timezone: a dataset's schedule fires in its provider's timezone (providers.yaml timezone); remove CRON_TZ=UTC`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.providers, map[string]string{"d.yaml": tc.dataset})
