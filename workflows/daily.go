@@ -68,24 +68,24 @@ const (
 
 // DatasetResult is one dataset's outcome: metadata only.
 type DatasetResult struct {
-	Dataset         string        `json:"dataset"`
-	Provider        string        `json:"provider"`
-	Status          string        `json:"status"`
-	Key             string        `json:"key,omitempty"`
-	RawBytes        int64         `json:"raw_bytes,omitempty"`
-	CompressedBytes int64         `json:"compressed_bytes,omitempty"`
-	SHA256          string        `json:"sha256,omitempty"`
-	Pages           int           `json:"pages,omitempty"` // provider pages (calls) the object holds
+	Dataset         string `json:"dataset"`
+	Provider        string `json:"provider"`
+	Status          string `json:"status"`
+	Key             string `json:"key,omitempty"`
+	RawBytes        int64  `json:"raw_bytes,omitempty"`
+	CompressedBytes int64  `json:"compressed_bytes,omitempty"`
+	SHA256          string `json:"sha256,omitempty"`
+	Pages           int    `json:"pages,omitempty"` // provider pages (calls) the object holds
 	// WindowFrom and WindowTo are the dates the provider was asked for
 	// (the dataset's look-back window), as the object records them.
 	WindowFrom string        `json:"window_from,omitempty"`
 	WindowTo   string        `json:"window_to,omitempty"`
-	Skipped         bool          `json:"skipped,omitempty"`
-	Duration        time.Duration `json:"duration,omitempty"`
-	Attempts        int32         `json:"attempts,omitempty"`
-	Finished        time.Time     `json:"finished"` // when the workflow saw it complete
-	ErrorType       string        `json:"error_type,omitempty"`
-	Error           string        `json:"error,omitempty"`
+	Skipped    bool          `json:"skipped,omitempty"`
+	Duration   time.Duration `json:"duration,omitempty"`
+	Attempts   int32         `json:"attempts,omitempty"`
+	Finished   time.Time     `json:"finished"` // when the workflow saw it complete
+	ErrorType  string        `json:"error_type,omitempty"`
+	Error      string        `json:"error,omitempty"`
 }
 
 // DailyIngestResult is a batch's outcome. The workflow completes even
