@@ -17,10 +17,11 @@ import (
 // that would break running workflows fails here.
 func TestReplay(t *testing.T) {
 	for name, file := range map[string]string{
-		workflows.DailyIngestName: "daily-ingest.json",
-		ratelimit.WorkflowName:    "scope-limiter.json",
-		events.WorkflowName:       "ops-events.json",
-		workflows.RefetchName:     "refetch.json",
+		workflows.DailyIngestName:                "daily-ingest.json",
+		workflows.DailyIngestName + "/scheduled": "daily-scheduled.json",
+		ratelimit.WorkflowName:                   "scope-limiter.json",
+		events.WorkflowName:                      "ops-events.json",
+		workflows.RefetchName:                    "refetch.json",
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
