@@ -191,8 +191,12 @@ func (l *loader) resolveIngest(ds *Dataset, pr *Provider) {
 		// rows a page holds.
 		pages = (in.LookBack + pageRows - 1) / pageRows
 	}
+	lookBackPos := in.lookBackPos
+	if !in.lookBackDeclared {
+		lookBackPos = in.Pos
+	}
 	if max := l.reg.Defaults.MaxPagesPerCall; max > 0 && pages > max {
-		problem(in.lookBackPos, "lookback_periods %d: a daily run would follow %d pages of %d rows, more than defaults.max_pages_per_call %d; shorten the look-back (a backfill fetches long ranges)",
+		problem(lookBackPos, "lookback_periods %d: a daily run would follow %d pages of %d rows, more than defaults.max_pages_per_call %d; shorten the look-back (a backfill fetches long ranges)",
 			in.LookBack, pages, pageRows, max)
 	}
 	need := requests * pages

@@ -46,6 +46,9 @@ const (
 	Conflict Op = "conflict"
 	// Foreign: a schedule Sluice does not own, left alone.
 	Foreign Op = "foreign"
+	// Unreadable: a schedule that could not be described; a sync then
+	// neither writes it nor prunes anything.
+	Unreadable Op = "read"
 )
 
 // Change is one step of a plan.

@@ -101,7 +101,7 @@ func Sync(ctx context.Context, ns Namespace, wants []Want, dryRun bool) Report {
 		seen[id] = true
 		h, err := ns.Describe(ctx, id)
 		if err != nil {
-			readErrs = append(readErrs, Step{Change: Change{Op: "read", ID: id}, Err: err})
+			readErrs = append(readErrs, Step{Change: Change{Op: Unreadable, ID: id}, Err: err})
 			continue
 		}
 		if h != nil {
@@ -186,7 +186,7 @@ func (r Report) Write(out io.Writer) {
 			note = strings.TrimPrefix(note+"; paused, kept paused: "+s.Have.Note, "; ")
 		}
 		op := verb(s.Op)
-		if s.Op == Conflict || s.Op == "read" {
+		if s.Op == Conflict || s.Op == Unreadable {
 			op = string(s.Op)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", op, s.ID, what, note)
