@@ -118,6 +118,19 @@ func (c *cluster) replay() *replay {
 	return r
 }
 
+// set moves the replay's clock to t, never back (the simulator's windows
+// assume time moves forward).
+func (r *replay) set(t time.Time) {
+	if n := t.UnixNano(); n > r.at.Load() {
+		r.at.Store(n)
+	}
+}
+
+// tick moves the clock a millisecond before each call of a window asked
+// in several: calls at one instant would meet even the scaled-down
+// minimum intervals, and a millisecond changes no publication.
+func (r *replay) tick() { r.at.Add(int64(time.Millisecond)) }
+
 // fetched is the simulator's answer to one dataset and date.
 type fetched struct {
 	body   []byte
@@ -138,7 +151,7 @@ func (r *replay) fetch(ctx context.Context, ds *registry.Dataset, date string, t
 	if conn == nil {
 		return fetched{}, fmt.Errorf("no connector for provider %s", ds.Provider)
 	}
-	r.at.Store(t.UnixNano())
+	r.set(t)
 	var out fetched
 	for _, w := range ds.Requests(reg.DailyWindow(ds, day)) {
 		req := connector.Request{Provider: reg.Provider(ds.Provider), Dataset: ds, From: w.From, To: w.To}
@@ -146,6 +159,7 @@ func (r *replay) fetch(ctx context.Context, ds *registry.Dataset, date string, t
 			req.From, req.To = day, day
 		}
 		for {
+			r.tick()
 			resp, err := conn.Fetch(ctx, req)
 			if class, ok := connector.ClassOf(err); ok && class == connector.NoData {
 				break
