@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // IngestInput names one dataset and the logical dates to fetch.
@@ -25,6 +26,13 @@ type IngestInput struct {
 	// ingest (a planner that knows how many pages a range needs); 0 or
 	// more than the registry's bound means the registry's bound.
 	MaxPages int `json:"max_pages,omitempty"`
+	// LookBack makes this a daily run for the logical date From (To empty
+	// or From): the object is From's daily object, under the key of From
+	// alone, and the provider is asked for the dataset's look-back window
+	// ending on From (registry.Dataset.DailyWindow) — the newest published
+	// period and the revisions of those before it. Without it the provider
+	// is asked for exactly From..To.
+	LookBack bool `json:"look_back,omitempty"`
 }
 
 // IngestResult is the metadata of one ingested object. No payload.
@@ -40,12 +48,18 @@ type IngestResult struct {
 	Pages int `json:"pages"`
 	// MorePages reports that the provider announced further pages the
 	// dataset declines (request.paging: first_page).
-	MorePages bool          `json:"more_pages,omitempty"`
-	Skipped   bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
-	NoData    bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
-	Duration  time.Duration `json:"duration"`          // this attempt
-	Attempt   int32         `json:"attempt"`           // 1 on the first try
-	SourceURL string        `json:"source_url,omitempty"`
+	MorePages bool `json:"more_pages,omitempty"`
+	// WindowFrom and WindowTo (YYYY-MM-DD) are the dates the provider was
+	// asked for, as the object's metadata record them: a daily run's
+	// look-back window, or the range asked; empty for a request that names
+	// no dates.
+	WindowFrom string        `json:"window_from,omitempty"`
+	WindowTo   string        `json:"window_to,omitempty"`
+	Skipped    bool          `json:"skipped,omitempty"` // unchanged: the stored object already held these bytes
+	NoData     bool          `json:"no_data,omitempty"` // the provider answered with no rows: nothing stored
+	Duration   time.Duration `json:"duration"`          // this attempt
+	Attempt    int32         `json:"attempt"`           // 1 on the first try
+	SourceURL  string        `json:"source_url,omitempty"`
 }
 
 // Error types of the application errors the activities return: the
@@ -106,7 +120,14 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	if in.MaxPages > 0 && in.MaxPages < maxPages {
 		maxPages = in.MaxPages
 	}
-	got, err := a.fetchPages(ratelimit.Track(ctx), conn, ds, from, to, maxPages)
+	plan, err := planFetch(a.cfg.Registry, ds, in, from, to)
+	if err != nil {
+		return res, err
+	}
+	if !plan.window.IsZero() {
+		res.WindowFrom, res.WindowTo = plan.window.From.Format(time.DateOnly), plan.window.To.Format(time.DateOnly)
+	}
+	got, err := a.fetchPages(ratelimit.Track(ctx), conn, ds, plan, maxPages)
 	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
 	if err != nil {
 		var ke keyError
@@ -127,11 +148,30 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	res.Key, res.RawBytes, res.CompressedBytes, res.SHA256, res.Skipped = put.Key, put.RawSize, put.CompressedSize, put.RawSHA256, put.Skipped
 	res.Duration = time.Since(start)
 	a.log.Debug("ingested", "dataset", ds.ID, "key", put.Key, "pages", put.Pages, "raw", put.RawSize, "compressed", put.CompressedSize, "skipped", put.Skipped)
-	if ds.Ingest != nil && from.Equal(to) && put.Pages > ds.Ingest.CallsPerRun {
-		a.log.Warn("a daily ingest took more calls than its dataset declares: the budget gate counts ingest.calls_per_run",
-			"dataset", ds.ID, "pages", put.Pages, "calls_per_run", ds.Ingest.CallsPerRun)
+	if ds.Ingest != nil && in.LookBack && put.Pages > ds.Ingest.CallsPerRun {
+		a.log.Warn("a daily run took more calls than the budget gate counts for it (ingest.calls_per_run, or what its look-back needs)",
+			"dataset", ds.ID, "pages", put.Pages, "calls_per_run", ds.Ingest.CallsPerRun, "window", plan.window.String())
 	}
 	return res, nil
+}
+
+// planFetch settles what an Ingest asks for: a daily run (LookBack) asks
+// the dataset's look-back window ending on its date and files it under
+// that date; any other ingest asks exactly from..to. A dataset that asks
+// one period a call makes one request per period.
+func planFetch(reg *registry.Registry, ds *registry.Dataset, in IngestInput, from, to time.Time) (fetchPlan, error) {
+	plan := fetchPlan{keyFrom: from, keyTo: to, window: registry.Dates{From: from, To: to}}
+	if in.LookBack {
+		if !from.Equal(to) {
+			return plan, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("ingest input: a daily run (look_back) is for one logical date, not %s..%s", in.From, in.To), ErrTypeBadInput, nil)
+		}
+		plan.window = reg.DailyWindow(ds, from)
+	} else if ds.Wire != nil && ds.Wire.Span == wire.SpanNone {
+		plan.window = registry.Dates{} // the request names no dates
+	}
+	plan.requests = ds.Requests(plan.window)
+	return plan, nil
 }
 
 // ProbeInput names the dataset to probe.

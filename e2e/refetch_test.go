@@ -118,6 +118,19 @@ func (c *cluster) replay() *replay {
 	return r
 }
 
+// set moves the replay's clock to t, never back (the simulator's windows
+// assume time moves forward).
+func (r *replay) set(t time.Time) {
+	if n := t.UnixNano(); n > r.at.Load() {
+		r.at.Store(n)
+	}
+}
+
+// tick moves the clock a millisecond before each call of a window asked
+// in several: calls at one instant would meet even the scaled-down
+// minimum intervals, and a millisecond changes no publication.
+func (r *replay) tick() { r.at.Add(int64(time.Millisecond)) }
+
 // fetched is the simulator's answer to one dataset and date.
 type fetched struct {
 	body   []byte
@@ -125,8 +138,10 @@ type fetched struct {
 	noData bool
 }
 
-// fetch asks for a dataset's date, as the Ingest activity does (one
-// request, the whole body), with the clock at t.
+// fetch asks for a dataset's date as the Ingest activity's daily run
+// does — its look-back window, one request or one per period for a
+// dataset that asks one period a call, every page of each — with the
+// clock at t, and returns the pages back to back.
 func (r *replay) fetch(ctx context.Context, ds *registry.Dataset, date string, t time.Time) (fetched, error) {
 	day, err := time.Parse(time.DateOnly, date)
 	if err != nil {
@@ -136,23 +151,43 @@ func (r *replay) fetch(ctx context.Context, ds *registry.Dataset, date string, t
 	if conn == nil {
 		return fetched{}, fmt.Errorf("no connector for provider %s", ds.Provider)
 	}
-	r.at.Store(t.UnixNano())
-	resp, err := conn.Fetch(ctx, connector.Request{Provider: reg.Provider(ds.Provider), Dataset: ds, From: day, To: day})
-	if class, ok := connector.ClassOf(err); ok && class == connector.NoData {
-		return fetched{noData: true}, nil
+	r.set(t)
+	var out fetched
+	for _, w := range ds.Requests(reg.DailyWindow(ds, day)) {
+		req := connector.Request{Provider: reg.Provider(ds.Provider), Dataset: ds, From: w.From, To: w.To}
+		if w.IsZero() {
+			req.From, req.To = day, day
+		}
+		for {
+			r.tick()
+			resp, err := conn.Fetch(ctx, req)
+			if class, ok := connector.ClassOf(err); ok && class == connector.NoData {
+				break
+			}
+			if err != nil {
+				return fetched{}, fmt.Errorf("replaying %s for %s at %s: %w", ds.ID, date, t.Format(time.RFC3339Nano), err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return fetched{}, fmt.Errorf("replaying %s for %s: reading: %w", ds.ID, date, err)
+			}
+			if len(body) == 0 {
+				return fetched{}, errors.New("empty body")
+			}
+			out.body, out.ext = append(out.body, body...), resp.Ext
+			next, more, err := connector.NextPage(resp)
+			if err != nil {
+				return fetched{}, fmt.Errorf("replaying %s for %s: paging: %w", ds.ID, date, err)
+			}
+			if !more || ds.Request.FirstPageOnly() {
+				break
+			}
+			req = next
+		}
 	}
-	if err != nil {
-		return fetched{}, fmt.Errorf("replaying %s for %s at %s: %w", ds.ID, date, t.Format(time.RFC3339Nano), err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return fetched{}, fmt.Errorf("replaying %s for %s: reading: %w", ds.ID, date, err)
-	}
-	if len(body) == 0 {
-		return fetched{}, errors.New("empty body")
-	}
-	return fetched{body: body, ext: resp.Ext}, nil
+	out.noData = out.body == nil
+	return out, nil
 }
 
 // replayAll replays every dataset of ids at the time the test's simulator

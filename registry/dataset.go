@@ -67,12 +67,26 @@ func (p *Probe) PerDay() int {
 
 // Ingest is the scheduled ingest of a dataset.
 type Ingest struct {
-	Schedule    string // standard 5-field cron or a descriptor (@daily), in the provider's timezone
-	CallsPerRun int    // calls one run makes; 1 unless declared
-	// RunsPerDay is the most runs the schedule fires on any one day.
+	Schedule string // standard 5-field cron or a descriptor (@daily), in the provider's timezone
+	// CallsPerRun is the calls one daily run makes: ingest.calls_per_run
+	// when declared (never fewer than the look-back needs), else derived
+	// from the wire facts: one request per period for a dataset that asks
+	// one period a call, else the look-back's rows over the rows a page
+	// holds.
+	CallsPerRun int
+	// LookBack is how many periods of the dataset's cycle, the logical
+	// date's own included, a daily run asks for (ingest.lookback_periods,
+	// else the default of the cycle's unit: DefaultLookBack); 0 when the
+	// request asks for no dates.
+	LookBack int
+	// RunsPerDay is the most runs the schedule fires on any one day of
+	// the provider's timezone, a day whose clocks fall back included.
 	RunsPerDay int
 	Cron       cron.Schedule
 	Pos        Pos
+
+	lookBackDeclared, callsDeclared bool
+	lookBackPos, callsPos           Pos
 }
 
 // CallsPerDay is the most calls the schedule makes on any one day.

@@ -27,6 +27,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(baseProviders), []byte(tourDataset))
 	f.Add([]byte("- id: x\n  rate_limits: unknown\n"), []byte("id: y\nprovider: x\n---\n---\n"))
 	f.Add([]byte("a: &a [*a]\n"), []byte("*b"))
+	f.Add([]byte("defaults:\n  lookback_periods: {day: 3, month: 12, year: 0}\n"+baseProviders[len("defaults:\n"):]),
+		[]byte(tourDataset+"---\nid: t2\nprovider: datago\nrequest: {path: /x, params: {basDt: \"{from}\"}}\ningest: {schedule: \"30 1 * * *\", lookback_periods: 7, calls_per_run: 3}\n"))
 	f.Fuzz(func(t *testing.T, providers, dataset []byte) {
 		fsys := fstest.MapFS{
 			"providers.yaml":  {Data: providers},

@@ -32,7 +32,10 @@ type Defaults struct {
 	// announces more fails the ingest with a clear error rather than
 	// looping (a provider that always says "more").
 	MaxPagesPerCall int
-	Pos             Pos
+	// LookBack is the look-back of a daily run by the unit of a dataset's
+	// cycle, in periods (defaults.lookback_periods over DefaultLookBack).
+	LookBack map[wire.Unit]int
+	Pos      Pos
 }
 
 // DefaultMaxPagesPerCall is defaults.max_pages_per_call when not declared.
@@ -45,6 +48,7 @@ func builtinDefaults() Defaults {
 		ProbeHeadroom:   2,
 		StaleAfterDays:  180,
 		MaxPagesPerCall: DefaultMaxPagesPerCall,
+		LookBack:        defaultLookBack(),
 		UnknownLimits: RateLimit{
 			Windows: []Window{
 				{Field: "requests_per_second", Length: time.Second, Count: 1},
@@ -143,6 +147,7 @@ func (l *loader) defaults(d *decoder, n *yaml.Node, path string) {
 				def.MaxPagesPerCall = v
 			}
 		}},
+		{"lookback_periods", func(n *yaml.Node, p string) { lookBackDefaults(d, n, p, def.LookBack) }},
 		{"unknown_limits", func(n *yaml.Node, p string) {
 			rl := &RateLimit{Pos: d.pos(n, p)}
 			fields := windowDecoders(d, rl)
@@ -501,6 +506,10 @@ func (l *loader) ingest(d *decoder, n *yaml.Node, path string) *Ingest {
 			if s == "" {
 				return
 			}
+			if f := strings.Fields(s); len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+				d.errorf(n, p, "schedule %q names a timezone: a dataset's schedule fires in its provider's timezone (providers.yaml timezone); remove %s", truncate(s, 60), truncate(f[0], 40))
+				return
+			}
 			sched, err := cron.ParseStandard(s)
 			if err != nil {
 				d.errorf(n, p, "invalid cron schedule %q: %v (expected 5 fields: minute hour day-of-month month day-of-week, or @daily, @hourly, @every 6h)", truncate(s, 60), err)
@@ -516,7 +525,12 @@ func (l *loader) ingest(d *decoder, n *yaml.Node, path string) *Ingest {
 		}},
 		{"calls_per_run", func(n *yaml.Node, p string) {
 			if v, ok := d.intValue(n, p, 1, 1_000_000); ok {
-				in.CallsPerRun = v
+				in.CallsPerRun, in.callsDeclared, in.callsPos = v, true, d.pos(n, p)
+			}
+		}},
+		{"lookback_periods", func(n *yaml.Node, p string) {
+			if v, ok := d.intValue(n, p, 1, MaxLookBack); ok {
+				in.LookBack, in.lookBackDeclared, in.lookBackPos = v, true, d.pos(n, p)
 			}
 		}},
 	})
@@ -661,6 +675,7 @@ func (l *loader) crossCheck() {
 			d.errorf(&yaml.Node{Line: ds.scopeKeyPos.Line}, ds.scopeKeyPos.Path, "scope_key %q given, but provider %s declares no scope service limit", ds.ScopeKey, pr.ID)
 		}
 		l.checkRequest(ds, pr)
+		l.resolveIngest(ds, pr)
 	}
 }
 

@@ -68,15 +68,17 @@ func TestLoadValid(t *testing.T) {
 		t.Fatalf("load: %v", err)
 	}
 	ds := reg.Dataset("tour")
-	if ds == nil || ds.ScopeKey != "15073861" || ds.Probe.PerDay() != 24 || ds.Ingest.CallsPerDay() != 1 {
+	// Its request asks one day a call (eventStartDate={from}): a daily
+	// run asks each day of its 10-day look-back, 10 calls.
+	if ds == nil || ds.ScopeKey != "15073861" || ds.Probe.PerDay() != 24 || ds.Ingest.LookBack != 10 || ds.Ingest.CallsPerDay() != 10 {
 		t.Fatalf("tour dataset = %+v", ds)
 	}
 	s := reg.Scope("datago/service/15073861")
 	if s == nil || len(s.Datasets) != 1 {
 		t.Fatalf("scope datago/service/15073861 = %+v", s)
 	}
-	if got := s.Demand(reg.Defaults.ProbeHeadroom); got.Total != 24*2+1 {
-		t.Errorf("demand = %+v, want total 49", got)
+	if got := s.Demand(reg.Defaults.ProbeHeadroom); got.Total != 24*2+10 {
+		t.Errorf("demand = %+v, want total 58", got)
 	}
 	kis := reg.Scope("kis/key")
 	if kis == nil {
@@ -253,8 +255,9 @@ func TestLoadProblems(t *testing.T) {
 				"more.yaml": strings.NewReplacer("id: tour", "id: tour-b", "interval_minutes: 60", "interval_minutes: 1").Replace(tourDataset) +
 					"---\n" + strings.NewReplacer("id: tour", "id: tour-c", `"0 11 * * *"`, `"*/15 * * * *"`).Replace(tourDataset),
 			},
-			// probes: 1440 + 1440 + 24 = 2,904, ×2 = 5,808; ingest 1 + 1 + 96 = 98.
-			want: []string{`registry/datasets/tour.yaml:8: probe.interval_minutes: scope datago/service/15073861: daily demand 5,906 (probes 2,904 ×2 = 5,808 + ingest 98) exceeds requests_per_day 5,000 (registry/providers.yaml:13); datasets: tour, tour-b, tour-c`},
+			// probes: 1440 + 1440 + 24 = 2,904, ×2 = 5,808; ingest (1 + 1 +
+			// 96 runs) × 10 calls (a 10-day look-back, one day a call) = 980.
+			want: []string{`registry/datasets/tour.yaml:8: probe.interval_minutes: scope datago/service/15073861: daily demand 6,788 (probes 2,904 ×2 = 5,808 + ingest 980) exceeds requests_per_day 5,000 (registry/providers.yaml:13); datasets: tour, tour-b, tour-c`},
 		},
 		{
 			name:      "budget gate on an unknown limit uses the conservative default",

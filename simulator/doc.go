@@ -109,8 +109,10 @@
 // weekdays for KIS overseas and FRED daily series, whose U.S. holidays
 // carry "."; every day for UPBIT. Data appears when the provider would
 // publish it (KIS domestic from 09:00 KST the same day, KIS overseas the
-// next day 07:00 KST, ECOS daily the next day 09:00 KST and other cycles
-// some weeks after the period, FRED daily the next day 16:00 Chicago,
+// next day 07:00 KST, ECOS daily the next business day 09:00 KST and other
+// cycles some weeks after the period (per statistic where its release is
+// far from its cycle's: money supply ~45 days, CPI 2, surveys within the
+// month), FRED daily the next U.S. business day 16:00 Chicago,
 // data.go.kr the next business day 13:00 KST, UPBIT candles as they form).
 //
 // Each provider package says how it pages (KIS tr_cont, ECOS start/end

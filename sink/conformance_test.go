@@ -190,6 +190,7 @@ func TestConformance(t *testing.T) {
 			t.Run("PagesUnchangedSkip", func(t *testing.T) { testPagesUnchangedSkip(t, b) })
 			t.Run("PagesFailMidWrite", func(t *testing.T) { testPagesFailMidWrite(t, b) })
 			t.Run("DamagedIsRewritten", func(t *testing.T) { testDamagedIsRewritten(t, b) })
+			t.Run("WindowRecorded", func(t *testing.T) { testWindowRecorded(t, b) })
 		})
 	}
 }
@@ -556,5 +557,43 @@ func testSecretsRedacted(t *testing.T, b backend) {
 	if len(obj.ContentType) != maxContentTypeLen || len(obj.SourceURL) != maxSourceURLLen {
 		t.Errorf("long metadata stored as %d-byte content type and %d-byte URL, want %d and %d",
 			len(obj.ContentType), len(obj.SourceURL), maxContentTypeLen, maxSourceURLLen)
+	}
+}
+
+// testWindowRecorded: the window of dates a request asked for is recorded
+// with the object and read back by Stat, Open and List; the same bytes
+// put with another window are written again, so the metadata always say
+// what was asked.
+func testWindowRecorded(t *testing.T, b backend) {
+	k := key(t, "ecos", "ecos_cpi", 11)
+	body := ecosStatisticSearch(6, 3)
+	meta := jsonMeta()
+	meta.Window = Window{From: time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2025, 1, 11, 15, 0, 0, 0, time.FixedZone("KST", 9*3600))}
+	put(t, b.sink, k, body, meta)
+	want := Window{From: time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2025, 1, 11, 0, 0, 0, 0, time.UTC)}
+	if got := stat(t, b.sink, k).Window; got != want || got.String() != "2024-08-01..2025-01-11" {
+		t.Errorf("Stat: window %v, want %v", got, want)
+	}
+	if _, obj := read(t, b.sink, k); obj.Window != want {
+		t.Errorf("Open: window %v, want %v", obj.Window, want)
+	}
+	if objs := listKeys(t, b.sink, "provider=ecos/job=ecos_cpi/"); len(objs) != 1 || objs[0].Window != want {
+		t.Errorf("List: %+v", objs)
+	}
+	if res := put(t, b.sink, k, body, meta); !res.Skipped {
+		t.Errorf("the same bytes and window were rewritten: %+v", res)
+	}
+	other := jsonMeta()
+	other.Window = Window{From: want.From.AddDate(0, -1, 0), To: want.To}
+	if res := put(t, b.sink, k, body, other); res.Skipped {
+		t.Error("the same bytes under another window were skipped: the metadata would not say what was asked")
+	}
+	if got := stat(t, b.sink, k).Window; got != other.Window {
+		t.Errorf("after the second put: window %v, want %v", got, other.Window)
+	}
+	none := key(t, "ecos", "ecos_cpi", 12)
+	put(t, b.sink, none, body, jsonMeta())
+	if got := stat(t, b.sink, none).Window; !got.IsZero() || got.String() != "" {
+		t.Errorf("an object put without a window reads back %v", got)
 	}
 }

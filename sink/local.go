@@ -318,12 +318,12 @@ func (w *localWriter) Abort() {
 }
 
 // unchanged reports whether the object at key verifiably holds pages
-// already: its recorded SHA-256 and page count match and it decompresses
+// already: its recorded SHA-256, page count and window match and it decompresses
 // to exactly these pages. A damaged object is not unchanged: it is
 // rewritten.
 func (l *Local) unchanged(ctx context.Context, key string, rec record, pages []Page) bool {
 	old, err := l.Stat(ctx, key)
-	if err != nil || old.RawSHA256 != rec.RawSHA256 || old.Pages != rec.pages() {
+	if err != nil || old.RawSHA256 != rec.RawSHA256 || old.Pages != rec.pages() || old.Window != rec.window() {
 		return false
 	}
 	stored, err := l.Pages(ctx, key)

@@ -23,6 +23,24 @@ type record struct {
 	// PageIndexSize is the size of the page index frame that ends the
 	// zstd stream of a multi-page object.
 	PageIndexSize int64 `json:"page_index_size,omitempty"`
+	// WindowFrom and WindowTo (YYYY-MM-DD) are the span of dates the
+	// provider was asked for, both or neither.
+	WindowFrom string `json:"window_from,omitempty"`
+	WindowTo   string `json:"window_to,omitempty"`
+}
+
+// window returns the record's window (zero when it names none or its
+// dates do not parse; validate rejects those).
+func (r record) window() Window {
+	if r.WindowFrom == "" {
+		return Window{}
+	}
+	from, err1 := time.Parse(time.DateOnly, r.WindowFrom)
+	to, err2 := time.Parse(time.DateOnly, r.WindowTo)
+	if err1 != nil || err2 != nil {
+		return Window{}
+	}
+	return Window{From: from, To: to}
 }
 
 // pages returns the page count, at least 1.
@@ -39,6 +57,8 @@ const (
 	metaWriter         = "sluice-version"
 	metaPages          = "sluice-pages"
 	metaPageIndexSize  = "sluice-page-index-size"
+	metaWindowFrom     = "sluice-window-from"
+	metaWindowTo       = "sluice-window-to"
 )
 
 // maxContentTypeLen bounds the content type kept in metadata.
@@ -53,7 +73,17 @@ func truncate(s string, n int) string {
 
 // newRecord builds the metadata of a finished stream.
 func newRecord(meta Meta, sum []byte, rawSize, compressedSize int64, writer string) record {
+	var from, to string
+	if !meta.Window.IsZero() {
+		f, t := civil(meta.Window.From), civil(meta.Window.To)
+		if t.IsZero() || t.Before(f) {
+			t = f
+		}
+		from, to = f.Format(time.DateOnly), t.Format(time.DateOnly)
+	}
 	return record{
+		WindowFrom:     from,
+		WindowTo:       to,
 		RawSHA256:      hex.EncodeToString(sum),
 		RawSize:        rawSize,
 		CompressedSize: compressedSize,
@@ -76,6 +106,7 @@ func (r record) object(key string, modified time.Time) Object {
 		FetchedAt:      r.FetchedAt,
 		Writer:         r.Writer,
 		Pages:          r.pages(),
+		Window:         r.window(),
 		Modified:       modified,
 	}
 }
@@ -101,6 +132,9 @@ func (r record) headers() map[string]string {
 		h[metaPages] = strconv.Itoa(r.Pages)
 		h[metaPageIndexSize] = strconv.FormatInt(r.PageIndexSize, 10)
 	}
+	if r.WindowFrom != "" {
+		h[metaWindowFrom], h[metaWindowTo] = r.WindowFrom, r.WindowTo
+	}
 	return h
 }
 
@@ -114,6 +148,8 @@ func recordFromHeaders(h map[string]string) (record, bool) {
 		ContentType: h[metaContentType],
 		SourceURL:   h[metaSourceURL],
 		Writer:      h[metaWriter],
+		WindowFrom:  h[metaWindowFrom],
+		WindowTo:    h[metaWindowTo],
 	}
 	var err error
 	if r.RawSize, err = strconv.ParseInt(h[metaRawSize], 10, 64); err != nil {
@@ -170,6 +206,13 @@ func (r record) validate() error {
 		return fmt.Errorf("%d pages with a page index of %d bytes in a %d-byte stream", r.Pages, r.PageIndexSize, r.CompressedSize)
 	case r.Pages <= 1 && r.PageIndexSize != 0:
 		return fmt.Errorf("a page index of %d bytes for one page", r.PageIndexSize)
+	}
+	if r.WindowFrom != "" || r.WindowTo != "" {
+		from, err1 := time.Parse(time.DateOnly, r.WindowFrom)
+		to, err2 := time.Parse(time.DateOnly, r.WindowTo)
+		if err1 != nil || err2 != nil || to.Before(from) {
+			return fmt.Errorf("window %q..%q is not two dates YYYY-MM-DD in order", printable(r.WindowFrom), printable(r.WindowTo))
+		}
 	}
 	return nil
 }

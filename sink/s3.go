@@ -304,12 +304,12 @@ func (w *s3Writer) Commit(meta Meta) (Result, error) {
 }
 
 // unchanged reports whether the object at key verifiably holds pages
-// already: its recorded SHA-256 and page count match and it decompresses
+// already: its recorded SHA-256, page count and window match and it decompresses
 // to exactly these pages (one GET of the stored object). A damaged
 // object is not unchanged: it is rewritten.
 func (s *S3) unchanged(ctx context.Context, key string, rec record, pages []Page) bool {
 	old, err := s.Stat(ctx, key)
-	if err != nil || old.RawSHA256 != rec.RawSHA256 || old.Pages != rec.pages() {
+	if err != nil || old.RawSHA256 != rec.RawSHA256 || old.Pages != rec.pages() || old.Window != rec.window() {
 		return false
 	}
 	stored, err := s.Pages(ctx, key)

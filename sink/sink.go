@@ -60,6 +60,26 @@ type Meta struct {
 	SourceURL string
 	// FetchedAt is when the response was received.
 	FetchedAt time.Time
+	// Window is the span of dates the provider was asked for (a daily
+	// run's look-back); zero when the request named no dates.
+	Window Window
+}
+
+// Window is a span of civil dates, both ends included: what a request
+// asked its provider for. Only the calendar dates of From and To count.
+type Window struct {
+	From, To time.Time
+}
+
+// IsZero reports whether the window names no dates.
+func (w Window) IsZero() bool { return w.From.IsZero() && w.To.IsZero() }
+
+// String writes the window as YYYY-MM-DD..YYYY-MM-DD, "" when zero.
+func (w Window) String() string {
+	if w.IsZero() {
+		return ""
+	}
+	return civil(w.From).Format(time.DateOnly) + ".." + civil(w.To).Format(time.DateOnly)
 }
 
 // Object describes a stored object and the metadata recorded with it.
@@ -79,6 +99,9 @@ type Object struct {
 	SourceURL string
 	// FetchedAt is when the bytes were fetched.
 	FetchedAt time.Time
+	// Window is the span of dates the provider was asked for; zero when
+	// the request named none, or the object predates windows.
+	Window Window
 	// Writer is the Sluice version that wrote the object.
 	Writer string
 	// Pages is the number of provider pages the object holds (1 for a

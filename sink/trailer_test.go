@@ -123,3 +123,43 @@ func TestRecordBoundsThePageIndex(t *testing.T) {
 		t.Error("headers announcing a 5 GiB page index were accepted")
 	}
 }
+
+// TestRecordWindow: a record's window is two dates in order, or none; any
+// other value read back from a store is rejected (the object then lists
+// without metadata and fails verification).
+func TestRecordWindow(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	for _, r := range []record{
+		{RawSHA256: sha, WindowFrom: "2026-06-01", WindowTo: "2026-11-30"},
+		{RawSHA256: sha, WindowFrom: "2026-11-30", WindowTo: "2026-11-30"},
+		{RawSHA256: sha},
+	} {
+		if err := r.validate(); err != nil {
+			t.Errorf("record %+v: %v", r, err)
+		}
+	}
+	for _, r := range []record{
+		{RawSHA256: sha, WindowFrom: "2026-11-30", WindowTo: "2026-06-01"},
+		{RawSHA256: sha, WindowFrom: "2026-06-01"},
+		{RawSHA256: sha, WindowTo: "2026-06-01"},
+		{RawSHA256: sha, WindowFrom: "20260601", WindowTo: "20261130"},
+		{RawSHA256: sha, WindowFrom: "2026-02-30", WindowTo: "2026-03-01"},
+	} {
+		if err := r.validate(); err == nil {
+			t.Errorf("record %+v validates", r)
+		}
+	}
+	base := map[string]string{metaRawSHA256: sha, metaRawSize: "1", metaCompressedSize: "10"}
+	h := map[string]string{metaWindowFrom: "2026-06-01", metaWindowTo: "2026-11-30"}
+	for k, v := range base {
+		h[k] = v
+	}
+	r, ok := recordFromHeaders(h)
+	if !ok || r.window().String() != "2026-06-01..2026-11-30" || r.headers()[metaWindowTo] != "2026-11-30" {
+		t.Errorf("headers with a window: %+v %v", r, ok)
+	}
+	h[metaWindowTo] = "2026-13-01"
+	if _, ok := recordFromHeaders(h); ok {
+		t.Error("headers with a bad window were accepted")
+	}
+}

@@ -229,3 +229,63 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Back returns the first day of the unit n units before the one holding t
+// (n = 0: the unit's own first day), at midnight UTC. A negative n counts
+// forward.
+func (u Unit) Back(t time.Time, n int) time.Time {
+	start := u.Floor(t)
+	switch u {
+	case Week:
+		return start.AddDate(0, 0, -7*n)
+	case HalfMonth:
+		// Halves counted from year 0: 24 a year, the second of a month
+		// starting on the 16th.
+		i := start.Year()*24 + int(start.Month()-1)*2
+		if start.Day() > 1 {
+			i++
+		}
+		i -= n
+		y, r := i/24, i%24
+		if r < 0 {
+			y, r = y-1, r+24
+		}
+		d := 1
+		if r%2 == 1 {
+			d = 16
+		}
+		return time.Date(y, time.Month(r/2+1), d, 0, 0, 0, 0, time.UTC)
+	case Month:
+		return start.AddDate(0, -n, 0)
+	case Quarter:
+		return start.AddDate(0, -3*n, 0)
+	case HalfYear:
+		return start.AddDate(0, -6*n, 0)
+	case Year:
+		return start.AddDate(-n, 0, 0)
+	}
+	return start.AddDate(0, 0, -n)
+}
+
+// Window returns the trailing window of periods units that ends on the
+// civil date d: from the first day of the unit periods-1 units before the
+// one holding d, to d itself (never beyond d, so that the window of a
+// logical date asks for nothing after it). periods below 1 count as 1.
+func (u Unit) Window(d time.Time, periods int) (from, to time.Time) {
+	y, m, dd := d.Date()
+	to = time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+	return u.Back(to, max(periods, 1)-1), to
+}
+
+// Periods returns how many units the window [from, to] touches: the
+// periods a request for it may answer, one row each for a series.
+func (u Unit) Periods(from, to time.Time) int {
+	if to.Before(from) {
+		return 0
+	}
+	n := 0
+	for p := u.Floor(from); !p.After(to); p = u.Next(p) {
+		n++
+	}
+	return n
+}

@@ -24,9 +24,40 @@ func DailyWorkflowID(date string) string { return "daily-" + date }
 
 // DailyIngestInput selects the logical date and, optionally, a subset.
 type DailyIngestInput struct {
-	Date      string   `json:"date"` // YYYY-MM-DD, the logical date of the data
+	// Date is the logical date of the data, YYYY-MM-DD; empty on a run a
+	// schedule starts (Schedule), which finds its own.
+	Date      string   `json:"date,omitempty"`
 	Providers []string `json:"providers,omitempty"`
 	Datasets  []string `json:"datasets,omitempty"`
+	// Schedule is set by the Temporal Schedules Sluice syncs from the
+	// registry (package schedules): the run's logical date is then
+	// LogicalDate of its nominal time — the TemporalScheduledStartTime
+	// search attribute the schedule gives every run it starts, catch-ups
+	// and backfills included — in the schedule's timezone, never the
+	// clock when the run happens to start. Date must be empty.
+	Schedule *ScheduleRun `json:"schedule,omitempty"`
+}
+
+// ScheduleRun names the schedule that starts a run and the calendar of
+// its logical dates.
+type ScheduleRun struct {
+	ID       string `json:"id"`       // the schedule's id, for messages
+	Timezone string `json:"timezone"` // IANA name: the provider's timezone
+}
+
+// ScheduledStartTime is the search attribute a Temporal Schedule sets on
+// every run it starts: the run's nominal time (before jitter).
+var ScheduledStartTime = temporal.NewSearchAttributeKeyTime("TemporalScheduledStartTime")
+
+// LogicalDate is the logical date of a scheduled run with nominal time
+// nominal: the day before the nominal time's date in loc, the provider's
+// calendar. A run at 09:00 KST on 2026-12-01 ingests 2026-11-30, as `make
+// run` ingests yesterday, and a backfill or catch-up of that nominal time
+// ingests the same date under the same keys as `sluice ingest --date
+// 2026-11-30`.
+func LogicalDate(nominal time.Time, loc *time.Location) string {
+	y, m, d := nominal.In(loc).Date()
+	return time.Date(y, m, d-1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 }
 
 // Statuses of a dataset in a batch.
@@ -38,20 +69,24 @@ const (
 
 // DatasetResult is one dataset's outcome: metadata only.
 type DatasetResult struct {
-	Dataset         string        `json:"dataset"`
-	Provider        string        `json:"provider"`
-	Status          string        `json:"status"`
-	Key             string        `json:"key,omitempty"`
-	RawBytes        int64         `json:"raw_bytes,omitempty"`
-	CompressedBytes int64         `json:"compressed_bytes,omitempty"`
-	SHA256          string        `json:"sha256,omitempty"`
-	Pages           int           `json:"pages,omitempty"` // provider pages (calls) the object holds
-	Skipped         bool          `json:"skipped,omitempty"`
-	Duration        time.Duration `json:"duration,omitempty"`
-	Attempts        int32         `json:"attempts,omitempty"`
-	Finished        time.Time     `json:"finished"` // when the workflow saw it complete
-	ErrorType       string        `json:"error_type,omitempty"`
-	Error           string        `json:"error,omitempty"`
+	Dataset         string `json:"dataset"`
+	Provider        string `json:"provider"`
+	Status          string `json:"status"`
+	Key             string `json:"key,omitempty"`
+	RawBytes        int64  `json:"raw_bytes,omitempty"`
+	CompressedBytes int64  `json:"compressed_bytes,omitempty"`
+	SHA256          string `json:"sha256,omitempty"`
+	Pages           int    `json:"pages,omitempty"` // provider pages (calls) the object holds
+	// WindowFrom and WindowTo are the dates the provider was asked for
+	// (the dataset's look-back window), as the object records them.
+	WindowFrom string        `json:"window_from,omitempty"`
+	WindowTo   string        `json:"window_to,omitempty"`
+	Skipped    bool          `json:"skipped,omitempty"`
+	Duration   time.Duration `json:"duration,omitempty"`
+	Attempts   int32         `json:"attempts,omitempty"`
+	Finished   time.Time     `json:"finished"` // when the workflow saw it complete
+	ErrorType  string        `json:"error_type,omitempty"`
+	Error      string        `json:"error,omitempty"`
 }
 
 // DailyIngestResult is a batch's outcome. The workflow completes even
@@ -95,13 +130,22 @@ var IngestActivityOptions = workflow.ActivityOptions{
 }
 
 // DailyIngest runs one logical date's batch: it plans the datasets, fans
-// out one Ingest activity per dataset (the scopes' limiters pace them) and
-// returns every dataset's outcome. A dataset whose daily quota is spent
-// waits for the reset when it comes within the worker's --max-quota-wait
-// (ratelimit.QuotaWaiter: a durable timer, then the activity again), and
-// fails naming the reset otherwise. No payload passes through its history.
+// out one daily-run Ingest activity per dataset (each asks its dataset's
+// look-back window and files it under the date; the scopes' limiters pace
+// them) and returns every dataset's outcome. A dataset whose daily quota is
+// spent waits for the reset when it comes within the worker's
+// --max-quota-wait (ratelimit.QuotaWaiter: a durable timer, then the
+// activity again), and fails naming the reset otherwise. No payload passes
+// through its history.
 func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, error) {
 	res := DailyIngestResult{Date: in.Date, Started: workflow.Now(ctx)}
+	if in.Schedule != nil {
+		date, err := scheduledDate(ctx, in)
+		if err != nil {
+			return res, err
+		}
+		in.Date, res.Date = date, date
+	}
 	if _, err := time.Parse(time.DateOnly, in.Date); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("daily ingest: date %q is not YYYY-MM-DD", in.Date), activities.ErrTypeBadInput, nil)
@@ -127,13 +171,13 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 			defer func() { pending-- }()
 			r := DatasetResult{Dataset: item.Dataset, Provider: item.Provider}
 			var out activities.IngestResult
-			err := ingestWaitingForQuota(ctx, actCtx, activities.IngestInput{Dataset: item.Dataset, From: in.Date}, &out)
+			err := ingestWaitingForQuota(ctx, actCtx, activities.IngestInput{Dataset: item.Dataset, From: in.Date, LookBack: true}, &out)
 			if err != nil {
 				r.Status, r.Error, r.ErrorType = StatusFailed, rootMessage(err), errorType(err)
 				prog.Failed++
 			} else {
 				r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
-				r.Pages = out.Pages
+				r.Pages, r.WindowFrom, r.WindowTo = out.Pages, out.WindowFrom, out.WindowTo
 				r.Duration, r.Attempts = out.Duration, out.Attempt
 				if out.NoData {
 					r.Status = StatusNoData
@@ -177,6 +221,34 @@ func ingestWaitingForQuota(ctx, actCtx workflow.Context, in activities.IngestInp
 			return err
 		}
 	}
+}
+
+// scheduledDate is a scheduled run's logical date: LogicalDate of its
+// nominal time in the schedule's timezone, recorded in the history (a
+// side effect) so that a replay never depends on the time zone database.
+func scheduledDate(ctx workflow.Context, in DailyIngestInput) (string, error) {
+	bad := func(format string, args ...any) error {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), activities.ErrTypeBadInput, nil)
+	}
+	if in.Date != "" {
+		return "", bad("daily ingest: schedule %s: a scheduled run takes its date from its nominal time, but the input names date %q", in.Schedule.ID, in.Date)
+	}
+	nominal, ok := workflow.GetTypedSearchAttributes(ctx).GetTime(ScheduledStartTime)
+	if !ok || nominal.IsZero() {
+		return "", bad("daily ingest: schedule %s: the run carries no %s search attribute (was it started by hand? give it a date instead)", in.Schedule.ID, ScheduledStartTime.GetName())
+	}
+	var date string
+	err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		loc, err := time.LoadLocation(in.Schedule.Timezone)
+		if err != nil || in.Schedule.Timezone == "" || in.Schedule.Timezone == "Local" {
+			return ""
+		}
+		return LogicalDate(nominal, loc)
+	}).Get(&date)
+	if err != nil || date == "" {
+		return "", bad("daily ingest: schedule %s: unknown timezone %q", in.Schedule.ID, in.Schedule.Timezone)
+	}
+	return date, nil
 }
 
 // rootMessage is the innermost application error's message: the

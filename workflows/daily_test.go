@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,12 +29,12 @@ func TestDailyIngestIsolatesFailures(t *testing.T) {
 		{Dataset: "kis-a", Provider: "kis"},
 		{Dataset: "ecos-m", Provider: "ecos"},
 	}, nil)
-	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "fred-dgs10", From: "2026-11-27"}).Return(activities.IngestResult{
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "fred-dgs10", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
 		Dataset: "fred-dgs10", Provider: "fred", Key: "provider=fred/job=fred-dgs10/year=2026/fred-dgs10_20261127.json.zst",
 		RawBytes: 100, CompressedBytes: 50, SHA256: "ab", Attempt: 1}, nil)
-	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "kis-a", From: "2026-11-27"}).Return(activities.IngestResult{},
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "kis-a", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{},
 		temporal.NewNonRetryableApplicationError("kis kis-a: auth_failed EGW00121: invalid token", "auth_failed", nil))
-	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "ecos-m", From: "2026-11-27"}).Return(activities.IngestResult{
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "ecos-m", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
 		Dataset: "ecos-m", Provider: "ecos", NoData: true, Attempt: 1}, nil)
 
 	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "2026-11-27"})
@@ -74,6 +75,94 @@ func TestDailyIngestRejectsBadDate(t *testing.T) {
 	}
 }
 
+// TestLogicalDate: a scheduled run ingests the day before its nominal
+// time's date in the provider's calendar — whatever the UTC date, across
+// month and year ends and on the days America/Chicago changes its clocks.
+func TestLogicalDate(t *testing.T) {
+	seoul, _ := time.LoadLocation("Asia/Seoul")
+	chicago, _ := time.LoadLocation("America/Chicago")
+	for _, tc := range []struct {
+		nominal time.Time
+		loc     *time.Location
+		want    string
+	}{
+		{time.Date(2026, 12, 1, 9, 0, 0, 0, seoul), seoul, "2026-11-30"}, // 2026-12-01T00:00Z
+		{time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC), time.UTC, "2026-11-30"},
+		{time.Date(2027, 1, 1, 8, 0, 0, 0, seoul), seoul, "2026-12-31"},     // 2026-12-31T23:00Z: the UTC date is still the 31st
+		{time.Date(2024, 3, 1, 7, 0, 0, 0, chicago), chicago, "2024-02-29"}, // a leap day
+		{time.Date(2026, 3, 8, 7, 0, 0, 0, chicago), chicago, "2026-03-07"}, // spring forward: 12:00Z, not 13:00Z
+		{time.Date(2026, 3, 9, 7, 0, 0, 0, chicago), chicago, "2026-03-08"},
+		{time.Date(2026, 11, 1, 7, 0, 0, 0, chicago), chicago, "2026-10-31"}, // fall back: 13:00Z
+		{time.Date(2026, 11, 1, 0, 30, 0, 0, chicago), chicago, "2026-10-31"},
+		{time.Date(2026, 12, 1, 23, 30, 0, 0, chicago), chicago, "2026-11-30"}, // 2026-12-02T05:30Z
+	} {
+		if got := workflows.LogicalDate(tc.nominal.UTC(), tc.loc); got != tc.want {
+			t.Errorf("LogicalDate(%s in %s) = %s, want %s", tc.nominal.UTC().Format(time.RFC3339), tc.loc, got, tc.want)
+		}
+	}
+}
+
+// TestScheduledRunTakesItsNominalDate: a run a schedule starts carries no
+// date; it reads its nominal time (TemporalScheduledStartTime) and
+// ingests the day before it in the schedule's timezone — not the test
+// environment's clock, which says another day.
+func TestScheduledRunTakesItsNominalDate(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetStartTime(time.Date(2026, 12, 9, 3, 0, 0, 0, time.UTC)) // a week later: a catch-up or backfill
+	env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	nominal := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) // 09:00 KST
+	if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(workflows.ScheduledStartTime.ValueSet(nominal))); err != nil {
+		t.Fatal(err)
+	}
+	env.OnActivity(a.Plan, mock.Anything, activities.PlanInput{Datasets: []string{"ecos-m"}}).Return([]activities.PlanItem{{Dataset: "ecos-m", Provider: "ecos"}}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "ecos-m", From: "2026-11-30", LookBack: true}).Return(activities.IngestResult{
+		Dataset: "ecos-m", Provider: "ecos", Key: "k", WindowFrom: "2026-06-01", WindowTo: "2026-11-30", Attempt: 1}, nil)
+	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Datasets: []string{"ecos-m"},
+		Schedule: &workflows.ScheduleRun{ID: "sluice-ecos-0900-daily", Timezone: "Asia/Seoul"}})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: completed %v, err %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	var res workflows.DailyIngestResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Date != "2026-11-30" || res.Succeeded != 1 || res.Results[0].WindowFrom != "2026-06-01" {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestScheduledRunRejectsBadInput: a scheduled input with a date, without
+// a nominal time, or with an unknown timezone fails at once, saying why.
+func TestScheduledRunRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      workflows.DailyIngestInput
+		nominal bool
+		want    string
+	}{
+		{"a date as well", workflows.DailyIngestInput{Date: "2026-11-30", Schedule: &workflows.ScheduleRun{ID: "s", Timezone: "UTC"}}, true, "takes its date from its nominal time"},
+		{"no nominal time", workflows.DailyIngestInput{Schedule: &workflows.ScheduleRun{ID: "s", Timezone: "UTC"}}, false, "carries no TemporalScheduledStartTime"},
+		{"unknown timezone", workflows.DailyIngestInput{Schedule: &workflows.ScheduleRun{ID: "s", Timezone: "Mars/Olympus"}}, true, `unknown timezone "Mars/Olympus"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ts testsuite.WorkflowTestSuite
+			env := ts.NewTestWorkflowEnvironment()
+			env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+			if tc.nominal {
+				_ = env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(workflows.ScheduledStartTime.ValueSet(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))))
+			}
+			env.ExecuteWorkflow(workflows.DailyIngestName, tc.in)
+			var app *temporal.ApplicationError
+			if err := env.GetWorkflowError(); err == nil || !errorsAs(err, &app) || app.Type() != activities.ErrTypeBadInput || !strings.Contains(app.Error(), tc.want) {
+				t.Fatalf("err = %v, want bad_input saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestDailyIngestWaitsForQuotaReset: a dataset whose daily quota is spent
 // fails its activity at once; the workflow waits for the reset on a
 // durable timer when it comes within the worker's --max-quota-wait, then
@@ -95,7 +184,7 @@ func TestDailyIngestWaitsForQuotaReset(t *testing.T) {
 			ratelimit.QuotaWait{ResetAt: reset, MaxWait: 5 * time.Hour})
 	}
 	var soonCalls []time.Time
-	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "soon", From: "2026-11-27"}).Return(
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "soon", From: "2026-11-27", LookBack: true}).Return(
 		func(context.Context, activities.IngestInput) (activities.IngestResult, error) {
 			soonCalls = append(soonCalls, env.Now())
 			if len(soonCalls) == 1 {
@@ -104,7 +193,7 @@ func TestDailyIngestWaitsForQuotaReset(t *testing.T) {
 			return activities.IngestResult{Dataset: "soon", Provider: "datago", Key: "k", Attempt: 1}, nil
 		})
 	lateCalls := 0
-	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "late", From: "2026-11-27"}).Return(
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "late", From: "2026-11-27", LookBack: true}).Return(
 		func(context.Context, activities.IngestInput) (activities.IngestResult, error) {
 			lateCalls++
 			// Spent until the day after: beyond the five hours allowed.

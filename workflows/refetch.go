@@ -58,6 +58,7 @@ func Refetch(ctx workflow.Context, in RefetchInput) (RefetchResult, error) {
 		} else {
 			r.Provider, r.Key, r.RawBytes, r.CompressedBytes, r.SHA256 = out.Provider, out.Key, out.RawBytes, out.CompressedBytes, out.SHA256
 			r.Pages, r.Skipped, r.Duration, r.Attempts = out.Pages, out.Skipped, out.Duration, out.Attempt
+			r.WindowFrom, r.WindowTo = out.WindowFrom, out.WindowTo
 			if out.NoData {
 				r.Status = StatusNoData
 				res.NoData++

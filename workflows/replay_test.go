@@ -23,13 +23,14 @@ func TestReplay(t *testing.T) {
 	// ratelimit and learnt to recover its state: runs started by that
 	// version must go on under this one.
 	for name, file := range map[string]string{
-		workflows.DailyIngestName:       "daily-ingest.json",
-		ratelimit.WorkflowName:          "scope-limiter.json",
-		events.WorkflowName:             "ops-events.json",
-		workflows.DailyIngestName + "1": "daily-ingest-v1.json",
-		ratelimit.WorkflowName + "1":    "scope-limiter-v1.json",
-		events.WorkflowName + "1":       "ops-events-v1.json",
-		workflows.RefetchName:           "refetch.json",
+		workflows.DailyIngestName:                "daily-ingest.json",
+		ratelimit.WorkflowName:                   "scope-limiter.json",
+		events.WorkflowName:                      "ops-events.json",
+		workflows.DailyIngestName + "1":          "daily-ingest-v1.json",
+		ratelimit.WorkflowName + "1":             "scope-limiter-v1.json",
+		events.WorkflowName + "1":                "ops-events-v1.json",
+		workflows.RefetchName:                    "refetch.json",
+		workflows.DailyIngestName + "/scheduled": "daily-scheduled.json",
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/watch/store"
 )
 
@@ -23,6 +25,7 @@ type composeFile struct {
 		Environment map[string]string `yaml:"environment"`
 		Profiles    []string          `yaml:"profiles"`
 		User        string            `yaml:"user"`
+		Restart     string            `yaml:"restart"`
 		DependsOn   map[string]struct {
 			Condition string `yaml:"condition"`
 		} `yaml:"depends_on"`
@@ -218,5 +221,59 @@ func TestComposeWatchDatabase(t *testing.T) {
 	}
 	if cf.Services["worker"].DependsOn["watch-db"].Condition != "service_completed_successfully" {
 		t.Error("workers must start after watch-db created the database")
+	}
+}
+
+// TestComposeSyncsSchedules (issue 13 §3): a one-shot service runs
+// `sluice schedules sync` once the namespace exists, against the same
+// Temporal, namespace and task queue as the workers, with the image the
+// workers run (so the registry they run), reading only variables its
+// flags read.
+func TestComposeSyncsSchedules(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(data, &cf); err != nil {
+		t.Fatalf("parsing compose file: %v", err)
+	}
+	s, ok := cf.Services["schedules"]
+	if !ok {
+		t.Fatal("compose file has no schedules service")
+	}
+	if !slices.Equal(s.Command, []string{"schedules", "sync"}) {
+		t.Errorf("schedules command %q, want schedules sync", s.Command)
+	}
+	sub, _, err := newRootCmd().Find(s.Command)
+	if err != nil || sub.CommandPath() != "sluice schedules sync" {
+		t.Fatalf("%q is not a sluice subcommand: %v", s.Command, err)
+	}
+	envs := flagEnvs(sub)
+	envs["SLUICE_REGISTRY"] = "registry"
+	for key := range s.Environment {
+		if envs[key] == "" {
+			t.Errorf("schedules: environment variable %s is read by no flag of `sluice schedules sync`", key)
+		}
+	}
+	if v := s.Environment["SLUICE_SCHEDULE_CATCHUP_WINDOW"]; v != "" {
+		if d, err := time.ParseDuration(v); err != nil || d < schedules.MinCatchupWindow {
+			t.Errorf("SLUICE_SCHEDULE_CATCHUP_WINDOW %q: %v", v, err)
+		}
+	}
+	w := cf.Services["worker"]
+	for _, k := range []string{"SLUICE_TEMPORAL", "SLUICE_NAMESPACE", "SLUICE_TASK_QUEUE"} {
+		if s.Environment[k] == "" || s.Environment[k] != w.Environment[k] {
+			t.Errorf("%s: schedules %q, workers %q: the schedules must start what the workers run", k, s.Environment[k], w.Environment[k])
+		}
+	}
+	if s.DependsOn["temporal-namespace"].Condition != "service_completed_successfully" {
+		t.Error("the sync must wait for the namespace to exist")
+	}
+	if s.Build == nil || w.Build == nil || s.Build.Dockerfile != w.Build.Dockerfile {
+		t.Error("the sync must run the workers' image (their registry)")
+	}
+	if s.Restart != "no" || len(s.Profiles) != 0 {
+		t.Errorf("schedules: restart %q, profiles %v; want a one-shot of the default profile", s.Restart, s.Profiles)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
@@ -25,17 +26,21 @@ func init() { register(newDevCmd) }
 func newDevCmd() *cobra.Command {
 	var rf runtimeFlags
 	var frontendAddr, uiAddr, simAddr, codecAddr, date, namespace string
-	var real, once, noIngest bool
+	var real, once, noIngest, noSchedules bool
+	var catchup time.Duration
 	var providers, datasets []string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run everything in one process: Temporal + Web UI, simulator, worker, local lake",
 		Long: `Starts an embedded Temporal server (SQLite under --data-dir, so history
 survives restarts) with its Web UI, the provider simulator (unless --real),
-a worker and the local lake, prints their addresses, then runs one daily
-ingest of the whole registry for yesterday's logical date (--date to choose)
-and prints a summary table. It then stays up for the Web UI until Ctrl-C;
---once exits after the batch, with status 2 if any dataset failed.`,
+a worker and the local lake, prints their addresses, syncs the registry's
+schedules into the embedded server (sluice schedules sync: the Web UI's
+Schedules page lists them and they fire while it stays up; --no-schedules
+skips it), then runs one daily ingest of the whole registry for yesterday's
+logical date (--date to choose) and prints a summary table. It then stays up
+for the Web UI until Ctrl-C; --once exits after the batch, with status 2 if
+any dataset failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -154,6 +159,14 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 				fmt.Fprintf(out, "Metrics    http://%s/metrics\n", addr)
 			}
 			fmt.Fprintf(out, "Registry   %d providers, %d datasets\n\n", len(reg.Providers), len(reg.Datasets))
+			if !noSchedules {
+				fmt.Fprintln(out, "Schedules (the Web UI's Schedules page):")
+				if _, err := syncSchedules(ctx, tc, reg, schedules.Options{TaskQueue: "sluice", CatchupWindow: catchup}, false, out); err != nil {
+					// The batch below is dev's main job: say so and go on.
+					fmt.Fprintf(out, "WARNING: %v\n", err)
+				}
+				fmt.Fprintln(out)
+			}
 
 			failed := false
 			if !noIngest {
@@ -200,6 +213,9 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 	fs.BoolVar(&real, "real", false, "call the real provider endpoints instead of the simulator (credentials from the environment)")
 	fs.BoolVar(&once, "once", false, "exit after the batch instead of staying up for the Web UI")
 	fs.BoolVar(&noIngest, "no-ingest", false, "start everything but run no batch")
+	fs.BoolVar(&noSchedules, "no-schedules", false, "do not sync the registry's schedules into the embedded server")
+	durationFlag(fs, &catchup, "catchup-window", "SLUICE_SCHEDULE_CATCHUP_WINDOW", schedules.DefaultCatchupWindow,
+		"the schedules' catch-up window: runs missed while the server was down are taken when it starts again if no older than this")
 	fs.StringSliceVar(&providers, "provider", nil, "only this provider's datasets in the batch (repeatable)")
 	fs.StringSliceVar(&datasets, "dataset", nil, "only this dataset in the batch (repeatable)")
 	return cmd

@@ -56,19 +56,22 @@ func newLakeLsCmd(open openLake) *cobra.Command {
 				prefix = args[0]
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tRAW\tCOMPRESSED\tPAGES\tSHA256\tFETCHED")
+			fmt.Fprintln(tw, "KEY\tRAW\tCOMPRESSED\tPAGES\tSHA256\tFETCHED\tWINDOW")
 			var n, raw, compressed int64
 			err = lake.List(cmd.Context(), prefix, func(o sink.Object) error {
 				n++
 				raw += o.RawSize
 				compressed += o.CompressedSize
-				sum, fetched, pages := "-", "-", "-"
+				sum, fetched, pages, window := "-", "-", "-", "-"
 				if o.HasMeta() {
 					sum = o.RawSHA256[:12]
 					fetched = o.FetchedAt.UTC().Format(time.RFC3339)
 					pages = strconv.Itoa(o.Pages)
 				}
-				_, err := fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", o.Key, o.RawSize, o.CompressedSize, pages, sum, fetched)
+				if !o.Window.IsZero() {
+					window = o.Window.String()
+				}
+				_, err := fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", o.Key, o.RawSize, o.CompressedSize, pages, sum, fetched, window)
 				return err
 			})
 			if ferr := tw.Flush(); err == nil {
@@ -90,14 +93,17 @@ func newLakeLsCmd(open openLake) *cobra.Command {
 
 func newLakeCatCmd(open openLake) *cobra.Command {
 	var page int
+	var meta bool
 	cmd := &cobra.Command{
-		Use:   "cat KEY [--page N]",
+		Use:   "cat KEY [--page N | --meta]",
 		Short: "Decompress an object (or one of its pages) to standard output",
 		Long: `Decompress an object to standard output: the raw bytes of every page the
 provider sent, back to back. --page N prints page N alone (1-based; see the
 PAGES column of lake ls). When the object records a SHA-256 (of the whole, or
 of the page), the bytes are checked against it after they are written, and a
-mismatch is an error.`,
+mismatch is an error. --meta prints the object's recorded metadata instead:
+sizes, pages, SHA-256, content type, source URL, fetch time, the window of
+dates its request asked for, and the Sluice version that wrote it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lake, err := open(cmd.Context())
@@ -105,6 +111,14 @@ mismatch is an error.`,
 				return err
 			}
 			defer lake.Close()
+			if meta {
+				o, err := lake.Stat(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				writeObjectMeta(cmd.OutOrStdout(), o)
+				return nil
+			}
 			var rc io.ReadCloser
 			var want string
 			if cmd.Flags().Changed("page") {
@@ -132,7 +146,36 @@ mismatch is an error.`,
 		},
 	}
 	cmd.Flags().IntVar(&page, "page", 0, "print only this page (1-based)")
+	cmd.Flags().BoolVar(&meta, "meta", false, "print the object's recorded metadata instead of its bytes")
+	cmd.MarkFlagsMutuallyExclusive("page", "meta")
 	return cmd
+}
+
+// writeObjectMeta prints an object's recorded metadata, one field a line.
+func writeObjectMeta(out io.Writer, o sink.Object) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	line := func(k, v string) {
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", k, v)
+	}
+	line("key", o.Key)
+	if !o.HasMeta() {
+		line("metadata", "none (not written by Sluice)")
+		_ = tw.Flush()
+		return
+	}
+	line("raw", fmt.Sprintf("%d bytes", o.RawSize))
+	line("compressed", fmt.Sprintf("%d bytes", o.CompressedSize))
+	line("pages", strconv.Itoa(o.Pages))
+	line("sha256", o.RawSHA256)
+	line("content type", o.ContentType)
+	line("source url", o.SourceURL)
+	line("fetched", o.FetchedAt.UTC().Format(time.RFC3339))
+	line("window", o.Window.String())
+	line("written by", o.Writer)
+	_ = tw.Flush()
 }
 
 func newLakeVerifyCmd(open openLake) *cobra.Command {
@@ -239,7 +282,9 @@ func repairObjects(ctx context.Context, lake sink.Sink, tf temporalFlags, keys [
 			fmt.Fprintf(out, "CANNOT REPAIR %s: %v\n", k, err)
 			continue
 		}
-		in := activities.IngestInput{Dataset: spec.Dataset, From: spec.From.Format(time.DateOnly)}
+		// A day key is that date's daily run (its look-back window); a
+		// range key the range.
+		in := activities.IngestInput{Dataset: spec.Dataset, From: spec.From.Format(time.DateOnly), LookBack: spec.To.IsZero()}
 		if !spec.To.IsZero() {
 			in.To = spec.To.Format(time.DateOnly)
 		}

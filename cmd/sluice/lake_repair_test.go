@@ -59,6 +59,29 @@ func TestLakeCatPage(t *testing.T) {
 	}
 }
 
+// TestLakeShowsTheWindow: lake ls and lake cat --meta show the window of
+// dates an object's request asked for (a daily run's look-back).
+func TestLakeShowsTheWindow(t *testing.T) {
+	f := newLakeFixture(t)
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	k, _ := sink.Key(sink.KeySpec{Provider: "ecos", Dataset: "ecos-cpi", From: day, Ext: "json"})
+	if _, err := f.lake.Put(context.Background(), k, strings.NewReader(`{"rows":6}`), sink.Meta{ContentType: "application/json",
+		FetchedAt: time.Now(), Window: sink.Window{From: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), To: day}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.run(t, "ls", "provider=ecos/")
+	if err != nil || !strings.Contains(out, "WINDOW") || !strings.Contains(out, "2026-06-01..2026-11-30") {
+		t.Errorf("lake ls: %v\n%s", err, out)
+	}
+	out, err = f.run(t, "cat", k, "--meta")
+	if err != nil || !strings.Contains(out, "window        2026-06-01..2026-11-30") || !strings.Contains(out, "pages         1") || strings.Contains(out, `"rows"`) {
+		t.Errorf("lake cat --meta: %v\n%s", err, out)
+	}
+	if _, err := f.run(t, "cat", k, "--meta", "--page", "1"); err == nil {
+		t.Error("--meta with --page was accepted")
+	}
+}
+
 // TestLakeVerifyRepair (issue 12 §6): --repair refetches every damaged
 // object through a Refetch workflow on a real (embedded) Temporal, whose
 // Ingest waits for permits and rewrites the object — a daily key and a
@@ -121,11 +144,13 @@ func TestLakeVerifyRepair(t *testing.T) {
 	day := keyOf("fred-dgs10", "fred", time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Time{})
 	rng := keyOf("upbit-krw-btc", "upbit", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC))
 	foreign := "provider=fred/job=fred-dgs10/year=2026/notes.json.zst"
-	// The day's object holds the provider's very bytes (ingested first),
-	// then rots: its recorded SHA-256 still matches what a refetch brings,
-	// so only a re-put that verifies before skipping repairs it.
+	// The day's object holds the provider's very bytes (ingested first, as
+	// the date's daily run: its look-back window), then rots: its recorded
+	// SHA-256 still matches what a refetch (a day key is refetched as its
+	// daily run) brings, so only a re-put that verifies before skipping
+	// repairs it.
 	r, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: worker.DefaultTaskQueue}, workflows.RefetchName,
-		workflows.RefetchInput{Items: []activities.IngestInput{{Dataset: "fred-dgs10", From: "2026-11-20"}}})
+		workflows.RefetchInput{Items: []activities.IngestInput{{Dataset: "fred-dgs10", From: "2026-11-20", LookBack: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +206,11 @@ func TestLakeVerifyRepair(t *testing.T) {
 			t.Errorf("%s after the repair: %v", k, err)
 		}
 	}
-	if obj, err := lake.Stat(ctx, rng); err != nil || obj.Pages != 2 {
+	if obj, err := lake.Stat(ctx, rng); err != nil || obj.Pages != 2 || obj.Window.String() != "2025-01-01..2025-12-31" {
 		t.Errorf("the repaired range: %+v, %v", obj, err)
+	}
+	if obj, err := lake.Stat(ctx, day); err != nil || obj.Window.String() != "2026-11-11..2026-11-20" {
+		t.Errorf("the repaired day: %+v, %v (want its ten-day look-back)", obj, err)
 	}
 	if err := lake.Verify(ctx, foreign); !errors.Is(err, sink.ErrDamaged) {
 		t.Errorf("the unmappable object was touched: %v", err)

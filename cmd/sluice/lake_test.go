@@ -96,8 +96,8 @@ func TestLakeLs(t *testing.T) {
 	for i, idx := range order {
 		sum := sha256.Sum256(f.bodies[idx])
 		fields := strings.Fields(lines[i+1])
-		if len(fields) != 6 || fields[0] != f.keys[idx] || fields[1] != strconv.Itoa(len(f.bodies[idx])) || fields[3] != "1" ||
-			fields[4] != hex.EncodeToString(sum[:])[:12] || fields[5] != "2025-01-04T01:02:03Z" {
+		if len(fields) != 7 || fields[0] != f.keys[idx] || fields[1] != strconv.Itoa(len(f.bodies[idx])) || fields[3] != "1" ||
+			fields[4] != hex.EncodeToString(sum[:])[:12] || fields[5] != "2025-01-04T01:02:03Z" || fields[6] != "-" {
 			t.Errorf("line %d = %q, want %s with size %d and sha %s", i+1, lines[i+1], f.keys[idx], len(f.bodies[idx]), hex.EncodeToString(sum[:])[:12])
 		}
 	}

@@ -207,7 +207,7 @@ func (p *provider) statisticSearch(r *http.Request, rt simulator.Route, fraction
 	}
 	now := p.h.Now()
 	loc := in.Provider().Location
-	to = min(to, latest(cycle, now, loc))
+	to = min(to, latest(stat, cycle, now, loc))
 	from = max(from, firstPeriod(cycle))
 	var idx []int64
 	for pd := from; pd <= to && len(idx) <= maxRows*4; pd++ {
@@ -450,19 +450,48 @@ func periodOf(cycle string, d synth.Day) int64 {
 	return int64(d)
 }
 
-// publishLag is how long after a period ends ECOS publishes it.
+// publishLag is how long after a period ends ECOS publishes it, by cycle;
+// statLag overrides it for the registry's statistics whose release is far
+// from their cycle's (approximate, from the releases' usual calendars).
 var publishLag = map[string]synth.Day{"A": 80, "S": 70, "Q": 60, "M": 25, "SM": 10}
 
-// latest returns the newest published period at now: daily data the
-// next day at 09:00 KST, others a lag after the period ends.
-func latest(cycle string, now time.Time, loc *time.Location) int64 {
+var statLag = map[string]synth.Day{
+	// 통화 및 유동성 (M1, M2, Lf): released in the middle of the second
+	// month after (September's in mid-November).
+	"161Y004": 45, "161Y005": 45, "161Y006": 45, "161Y007": 45, "161Y008": 45, "161Y010": 45, "171Y002": 45,
+	// 소비자물가지수: Statistics Korea releases a month's CPI in the first
+	// days of the next month.
+	"901Y009": 2, "901Y010": 2,
+	// 통관기준 수출입 (customs trade, released on the 1st) and the monthly
+	// average exchange rate (the first business day after the month).
+	"901Y118": 1, "731Y004": 1,
+	// 소비자동향조사 (with 기대인플레이션율) and 기업경기조사: surveys
+	// released in the last week of the month they describe.
+	"511Y002": -4, "511Y003": -4, "512Y014": -4,
+}
+
+// lagOf is the publication lag of a statistic of a cycle.
+func lagOf(stat, cycle string) synth.Day {
+	if cycle != "D" {
+		if l, ok := statLag[stat]; ok {
+			return l
+		}
+	}
+	return publishLag[cycle]
+}
+
+// latest returns the newest published period at now: daily data the next
+// business day at 09:00 KST (Friday's on Monday), others a lag after the
+// period ends.
+func latest(stat, cycle string, now time.Time, loc *time.Location) int64 {
 	if cycle == "D" {
-		return int64(synth.Latest(synth.KRX, now, loc, 1, 9))
+		return int64(synth.LatestNextOpen(synth.KRX, synth.KRX, now, loc, 9))
 	}
 	today := synth.DayOf(now.In(loc))
 	p := periodOf(cycle, today)
+	lag := lagOf(stat, cycle)
 	for i := 0; i < 12; i++ {
-		if _, last := span(cycle, p); last+publishLag[cycle] <= today {
+		if _, last := span(cycle, p); last+lag <= today {
 			return p
 		}
 		p--

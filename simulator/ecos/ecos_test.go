@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/simulator/simtest"
 	"github.com/sluicehq/sluice/simulator/synth"
 )
@@ -214,4 +216,47 @@ func TestSameRequestSameBytes(t *testing.T) {
 			"ecos-xml": ecosGet(h, "xml/kr/1/100/901Y009/M/202001/202503/0").Body,
 		}
 	})
+}
+
+// TestECOSPublication: when each kind of statistic is out. Daily values
+// appear the next business day at 09:00 KST (Friday's on Monday); a
+// month's money supply some 45 days after it, its CPI two days after, its
+// consumer survey in its own last week, other monthly statistics 25 days
+// after.
+func TestECOSPublication(t *testing.T) {
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := simtest.New(t, func(o *simulator.Options) { o.Registry = reg; o.RateScale = 1e6 })
+	kst := time.FixedZone("KST", 9*3600)
+	newest := func(rest string) string {
+		t.Helper()
+		h.Clock.Advance(time.Second)
+		var a ecosAnswer
+		simtest.MustJSON(t, ecosGet(h, rest).Body, &a)
+		if len(a.StatisticSearch.Row) == 0 {
+			return ""
+		}
+		return ecosString(t, a.StatisticSearch.Row[len(a.StatisticSearch.Row)-1]["TIME"])
+	}
+	for _, tc := range []struct {
+		now        time.Time
+		rest, want string
+	}{
+		{time.Date(2026, 11, 28, 10, 0, 0, 0, kst), "json/kr/1/100/722Y001/D/20261101/20261130/0101000", "20261126"}, // Saturday: Thursday's
+		{time.Date(2026, 11, 30, 8, 0, 0, 0, kst), "json/kr/1/100/722Y001/D/20261101/20261130/0101000", "20261126"},  // Monday before 09:00
+		{time.Date(2026, 11, 30, 10, 0, 0, 0, kst), "json/kr/1/100/722Y001/D/20261101/20261130/0101000", "20261127"}, // Monday 10:00: Friday's
+		{time.Date(2026, 12, 1, 10, 0, 0, 0, kst), "json/kr/1/100/161Y005/M/202601/202612/BBHS00", "202609"},
+		{time.Date(2026, 12, 16, 10, 0, 0, 0, kst), "json/kr/1/100/161Y005/M/202601/202612/BBHS00", "202610"},
+		{time.Date(2026, 12, 1, 10, 0, 0, 0, kst), "json/kr/1/100/901Y009/M/202601/202612/0", "202610"},
+		{time.Date(2026, 12, 3, 10, 0, 0, 0, kst), "json/kr/1/100/901Y009/M/202601/202612/0", "202611"},
+		{time.Date(2026, 12, 3, 10, 0, 0, 0, kst), "json/kr/1/100/404Y014/M/202601/202612/*AA", "202610"},
+		{time.Date(2026, 12, 27, 10, 0, 0, 0, kst), "json/kr/1/100/511Y002/M/202601/202612/FME/99988", "202612"},
+	} {
+		h.Clock.Set(tc.now)
+		if got := newest(tc.rest); got != tc.want {
+			t.Errorf("%s at %s: newest period %q, want %s", tc.rest, tc.now.Format(time.DateTime), got, tc.want)
+		}
+	}
 }

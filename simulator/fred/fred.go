@@ -253,7 +253,7 @@ func (p *provider) observations(r *http.Request, rt simulator.Route, fraction fl
 
 // observationDates lists a series' observation dates in [from, to] that are
 // published at now: daily values (weekdays; holidays carry ".") the next
-// day from 16:00, monthly ones 15 days and quarterly ones 30 days after
+// U.S. business day from 16:00, monthly ones 15 days and quarterly ones 30 days after
 // the period ends. Monthly and quarterly observations are dated on the
 // period's first day.
 func observationDates(info seriesInfo, from, to synth.Day, now time.Time, loc *time.Location) []synth.Day {
@@ -289,7 +289,9 @@ func observationDates(info seriesInfo, from, to synth.Day, now time.Time, loc *t
 			y, m = ny, nm
 		}
 	default:
-		latest := synth.Latest(synth.Weekdays, now, loc, 1, 16)
+		// The H.15 release: a business day's value on the next U.S.
+		// business day, about 16:00 Chicago (Friday's on Monday).
+		latest := synth.LatestNextOpen(synth.Weekdays, synth.US, now, loc, 16)
 		end := min(to, latest)
 		if end >= from {
 			out = make([]synth.Day, 0, int(end-from)*5/7+2)

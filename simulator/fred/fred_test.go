@@ -173,3 +173,30 @@ func TestSameRequestSameBytes(t *testing.T) {
 		return map[string][]byte{"fred": fredGet(h, "&observation_start=2024-01-01").Body}
 	}, "fred")
 }
+
+// TestFREDPublishesOnBusinessDays: a day's yield comes out with the H.15
+// release of the next U.S. business day, about 16:00 Chicago: Friday's on
+// Monday, none on a weekend or holiday.
+func TestFREDPublishesOnBusinessDays(t *testing.T) {
+	h := simtest.New(t, func(o *simulator.Options) { o.RateScale = 1000 })
+	chicago, err := time.LoadLocation("America/Chicago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		now  time.Time
+		want string
+	}{
+		{time.Date(2026, 11, 28, 12, 0, 0, 0, chicago), "2026-11-26"}, // Saturday: Thursday's came out on Friday
+		{time.Date(2026, 11, 30, 7, 0, 0, 0, chicago), "2026-11-26"},  // Monday morning
+		{time.Date(2026, 11, 30, 16, 30, 0, 0, chicago), "2026-11-27"},
+		{time.Date(2026, 12, 1, 7, 0, 0, 0, chicago), "2026-11-27"}, // Tuesday 07:00, when the registry's ingest runs
+	} {
+		h.Clock.Set(tc.now)
+		var a fredAnswer
+		simtest.MustJSON(t, fredGet(h, "&observation_start=2026-11-20&observation_end=2026-12-31").Body, &a)
+		if n := len(a.Observations); n == 0 || a.Observations[n-1].Date != tc.want {
+			t.Errorf("at %s: observations %+v, want the newest %s", tc.now, a.Observations, tc.want)
+		}
+	}
+}

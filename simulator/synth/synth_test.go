@@ -109,3 +109,30 @@ func TestSeriesDeterministicAndPlausible(t *testing.T) {
 		t.Error("series never moves")
 	}
 }
+
+// TestLatestNextOpen: a provider that publishes a business day's data on
+// the next business day at an hour: Friday's appears on Monday, a
+// holiday's on the business day after it, nothing on a weekend.
+func TestLatestNextOpen(t *testing.T) {
+	chicago, err := time.LoadLocation("America/Chicago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 0, 0, 0, chicago) }
+	for _, tc := range []struct {
+		now  time.Time
+		want Day
+	}{
+		{at(2026, 12, 1, 7), Date(2026, 11, 27)},   // Tuesday morning: Monday's is due at 16:00
+		{at(2026, 12, 1, 16), Date(2026, 11, 30)},  // Tuesday 16:00: Monday's
+		{at(2026, 11, 28, 12), Date(2026, 11, 26)}, // Saturday: Thursday (Thanksgiving) came out on Friday
+		{at(2026, 11, 30, 15), Date(2026, 11, 26)}, // Monday before 16:00: still Thursday's
+		{at(2026, 11, 30, 17), Date(2026, 11, 27)}, // Monday 17:00: Friday's
+		{at(2026, 11, 27, 17), Date(2026, 11, 26)}, // Friday after Thanksgiving: Thursday's
+		{at(2026, 11, 26, 17), Date(2026, 11, 24)}, // Thanksgiving: no publication, Tuesday's still newest
+	} {
+		if got := LatestNextOpen(Weekdays, US, tc.now, chicago, 16); got != tc.want {
+			t.Errorf("at %s: %s, want %s", tc.now, got.ISO(), tc.want.ISO())
+		}
+	}
+}

@@ -1,9 +1,9 @@
 // Command record runs a small real batch — embedded Temporal, the provider
 // simulator, a worker, a local lake — and writes the histories of the
-// DailyIngest, Refetch, ScopeLimiter and OpsEvents workflows it produced to
-// workflows/testdata, for the replay tests; and a token keeper's, its
-// payloads sealed with the test key in workflows/testdata/token-keeper.key.
-// Run it from the module root
+// DailyIngest (started by hand, and by a schedule), Refetch, ScopeLimiter
+// and OpsEvents workflows it produced to workflows/testdata, for the
+// replay tests; and a token keeper's, its payloads sealed with the test key
+// in workflows/testdata/token-keeper.key. Run it from the module root
 // after changing workflow code on purpose:
 //
 //	go run ./workflows/testdata/record
@@ -30,6 +30,7 @@ import (
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/simulator"
 	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/sink"
@@ -111,9 +112,9 @@ func run() error {
 	}
 	defer w.Stop()
 
-	// A batch with successes, a dataset with no data (a monthly ECOS
-	// series asked for a day) and a failure (data.go.kr's service key is
-	// withheld, so its dataset fails authentication).
+	// A batch of daily runs (each dataset's look-back window) with
+	// successes and a failure (data.go.kr's service key is withheld, so
+	// its dataset fails authentication).
 	in := workflows.DailyIngestInput{Date: "2026-11-27", Datasets: []string{
 		"fred-dgs10", "fred-dgs2", "upbit-krw-btc", "ecos-901y009-0", "fsc-stock-market-index"}}
 	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.DailyWorkflowID(in.Date), TaskQueue: worker.DefaultTaskQueue}, workflows.DailyIngestName, in)
@@ -152,6 +153,11 @@ func run() error {
 	if err := recordKeeper(ctx, kc); err != nil {
 		return err
 	}
+	// A run started by a schedule: its date comes from its nominal time.
+	scheduledID, err := scheduledRun(ctx, tc, reg)
+	if err != nil {
+		return err
+	}
 	time.Sleep(time.Second) // let the events workflow's task complete
 	for id, file := range map[string]string{
 		workflows.DailyWorkflowID(in.Date):      "daily-ingest.json",
@@ -159,6 +165,7 @@ func run() error {
 		events.WorkflowID:                       "ops-events.json",
 		"record-refetch":                        "refetch.json",
 		tokenkeeper.WorkflowID(replayKeeperKey): "token-keeper.json",
+		scheduledID:                             "daily-scheduled.json",
 	} {
 		if err := save(ctx, tc, id, filepath.Join("workflows", "testdata", file)); err != nil {
 			return err
@@ -210,6 +217,50 @@ func save(ctx context.Context, tc client.Client, id, path string) error {
 	}
 	fmt.Printf("%s: %d events → %s\n", id, len(h.Events), path)
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// scheduledRun syncs the FRED schedule of the registry, triggers it and
+// waits for the run it starts; it returns the run's workflow id.
+func scheduledRun(ctx context.Context, tc client.Client, reg *registry.Registry) (string, error) {
+	wants, err := schedules.Wanted(reg, schedules.Options{})
+	if err != nil {
+		return "", err
+	}
+	var fred []schedules.Want
+	for _, w := range wants {
+		if w.Provider == "fred" {
+			fred = append(fred, w)
+		}
+	}
+	if r := schedules.Sync(ctx, schedules.Temporal(tc), fred, false); r.Err() != nil {
+		return "", r.Err()
+	}
+	if err := schedules.Trigger(ctx, tc, fred[0].ID); err != nil {
+		return "", err
+	}
+	for {
+		d, err := tc.ScheduleClient().GetHandle(ctx, fred[0].ID).Describe(ctx)
+		if err != nil {
+			return "", err
+		}
+		if n := len(d.Info.RecentActions); n > 0 {
+			id := d.Info.RecentActions[n-1].StartWorkflowResult.WorkflowID
+			var res workflows.DailyIngestResult
+			if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+				return "", err
+			}
+			fmt.Printf("scheduled run %s: date %s, %d ok\n", id, res.Date, res.Succeeded)
+			if err := tc.ScheduleClient().GetHandle(ctx, fred[0].ID).Delete(ctx); err != nil {
+				return "", err
+			}
+			return id, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func withheld(creds map[string]string, name string) map[string]string {
