@@ -163,7 +163,7 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 	if conn == nil {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no connector for provider %q", ds.Provider), ErrTypeUnknownDataset, nil)
 	}
-	err := conn.Probe(ctx, ds)
+	_, err := conn.Probe(ctx, ds)
 	res.Duration = time.Since(start)
 	outcome := "ok"
 	if err != nil {
