@@ -1,7 +1,9 @@
 // Package activities holds Sluice's Temporal activities: Ingest (fetch →
-// zstd → lake as one stream, returning metadata only) and Probe (the
-// cheapest request that proves a dataset answers). Every provider call
-// passes the global limiter of its scope instances first.
+// zstd → lake as one stream, returning metadata only), Probe (the cheapest
+// request that proves a dataset answers, recorded in the watch store) and
+// Revisions (a landed object's rows compared with the dataset's previous
+// object). Every provider call passes the global limiter of its scope
+// instances first.
 package activities
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/watch/store"
 )
 
 // Config is what the activities need. Registry, Sink and Limiter are
@@ -49,6 +52,10 @@ type Config struct {
 	// MaxQuotaWait is how long a call may wait for a daily quota to reset
 	// before its dataset fails with QuotaExhausted (0: fail at once).
 	MaxQuotaWait time.Duration
+	// Watch is the watch store: probes are recorded in it and revisions
+	// compared against it (nil: probes are classified but not recorded,
+	// and no revision is looked for).
+	Watch store.Store
 }
 
 // Activities are the activity methods, holding their clients. Safe for
@@ -58,6 +65,7 @@ type Activities struct {
 	log        *slog.Logger
 	connectors map[string]connector.Connector
 	limits     map[string]ratelimit.Limits // by scope instance id
+	now        func() time.Time            // the watch's clock; nil: time.Now
 }
 
 // New builds the activities and a connector per provider.
@@ -89,7 +97,7 @@ func New(cfg Config) (*Activities, error) {
 			Credentials: cfg.Credentials,
 			TokenStore:  cfg.TokenStore,
 			Logger:      a.log,
-			Gate:        a.gate,
+			Gate:        probeGate(a.gate),
 			Observe:     a.observe,
 		})
 		if err != nil {

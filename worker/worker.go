@@ -1,7 +1,8 @@
 // Package worker assembles a Sluice worker process: a Temporal worker on
 // Sluice's task queue running the workflows (daily ingest, scope limiters,
-// ops events) and the activities, with their connectors, the lake sink, the
-// limiter client and the Prometheus metrics server.
+// ops events, the datasets' watches) and the activities, with their
+// connectors, the lake sink, the watch store, the limiter client and the
+// Prometheus metrics server.
 package worker
 
 import (
@@ -24,6 +25,8 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/watch"
+	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/workflows"
 
 	// Link every provider connector.
@@ -54,6 +57,10 @@ type Options struct {
 	// MetricsAddr serves /metrics when not empty, e.g. 127.0.0.1:9464.
 	MetricsAddr string
 	Logger      *slog.Logger
+	// Watch is the watch store: probes, states, Changes and a copy of
+	// every operational event go there (nil: probes are not recorded and
+	// revisions not compared). The caller opens and closes it.
+	Watch store.Store
 }
 
 // Worker is a running Sluice worker.
@@ -72,6 +79,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
 	w.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.OpsEvents, workflow.RegisterOptions{Name: events.WorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
 	w.RegisterActivity(acts)
 }
 
@@ -92,11 +100,16 @@ func Start(opts Options) (*Worker, error) {
 	m := metrics.New()
 	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger,
 		RecoveryStep: scaled(ratelimit.DefaultRecoveryStep, opts.RateScale)})
+	recorder := events.NewRecorder(opts.Client, opts.TaskQueue)
+	if opts.Watch != nil {
+		recorder.Also(func(ctx context.Context, e events.Event) error { return opts.Watch.AddEvents(ctx, watch.Event(e)) })
+	}
 	acts, err := activities.New(activities.Config{
 		Registry: opts.Registry, Sink: opts.Sink, Limiter: lim,
-		Events: events.NewRecorder(opts.Client, opts.TaskQueue), Metrics: m, Logger: opts.Logger,
+		Events: recorder, Metrics: m, Logger: opts.Logger,
 		BaseURLs: opts.BaseURLs, Credentials: opts.Credentials, TokenStore: opts.TokenStore,
 		RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
+		Watch: opts.Watch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)

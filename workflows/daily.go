@@ -48,9 +48,12 @@ type DatasetResult struct {
 	Skipped         bool          `json:"skipped,omitempty"`
 	Duration        time.Duration `json:"duration,omitempty"`
 	Attempts        int32         `json:"attempts,omitempty"`
-	Finished        time.Time     `json:"finished"` // when the workflow saw it complete
-	ErrorType       string        `json:"error_type,omitempty"`
-	Error           string        `json:"error,omitempty"`
+	// Revisions counts the revision Changes the object's comparison with
+	// the dataset's previous object recorded (activities.Revisions).
+	Revisions int       `json:"revisions,omitempty"`
+	Finished  time.Time `json:"finished"` // when the workflow saw it complete
+	ErrorType string    `json:"error_type,omitempty"`
+	Error     string    `json:"error,omitempty"`
 }
 
 // DailyIngestResult is a batch's outcome. The workflow completes even
@@ -93,9 +96,23 @@ var IngestActivityOptions = workflow.ActivityOptions{
 	},
 }
 
+// RevisionsActivityOptions are the options of the Revisions activity that
+// follows each object a daily run lands.
+var RevisionsActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+		NonRetryableErrorTypes: []string{activities.ErrTypeUnknownDataset, activities.ErrTypeBadInput},
+	},
+}
+
 // DailyIngest runs one logical date's batch: it plans the datasets, fans
 // out one Ingest activity per dataset (the scopes' limiters pace them) and
-// returns every dataset's outcome. No payload passes through its history.
+// returns every dataset's outcome. Every object it lands (not one left
+// unchanged) is compared with the dataset's previous object by a Revisions
+// activity, which records revision Changes in the watch store; a failed
+// comparison never fails its dataset. No payload passes through its
+// history.
 func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, error) {
 	res := DailyIngestResult{Date: in.Date, Started: workflow.Now(ctx)}
 	if _, err := time.Parse(time.DateOnly, in.Date); err != nil {
@@ -116,6 +133,10 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 		return res, err
 	}
 	actCtx := workflow.WithActivityOptions(ctx, IngestActivityOptions)
+	// Runs started before revisions were compared replay without them.
+	compare := workflow.GetVersion(ctx, "revisions", workflow.DefaultVersion, 1) >= 1
+	revCtx := workflow.WithActivityOptions(ctx, RevisionsActivityOptions)
+	revisions := map[int]workflow.Future{}
 	futures := make([]workflow.Future, len(plan))
 	for i, item := range plan {
 		futures[i] = workflow.ExecuteActivity(actCtx, a.Ingest, activities.IngestInput{Dataset: item.Dataset, From: in.Date})
@@ -134,6 +155,9 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 				r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
 				r.Pages = out.Pages
 				r.Duration, r.Attempts = out.Duration, out.Attempt
+				if compare && out.Key != "" && !out.Skipped && !out.NoData {
+					revisions[i] = workflow.ExecuteActivity(revCtx, a.Revisions, activities.RevisionsInput{Dataset: item.Dataset, Key: out.Key})
+				}
 				if out.NoData {
 					r.Status = StatusNoData
 					prog.NoData++
@@ -149,6 +173,18 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 	}
 	for range plan {
 		sel.Select(ctx)
+	}
+	for i := range plan {
+		f, ok := revisions[i]
+		if !ok {
+			continue
+		}
+		var rev activities.RevisionsResult
+		if err := f.Get(ctx, &rev); err != nil {
+			workflow.GetLogger(ctx).Warn("comparing revisions", "dataset", plan[i].Dataset, "err", err)
+			continue
+		}
+		res.Results[i].Revisions = rev.Revisions
 	}
 	res.Succeeded, res.NoData, res.Failed = prog.Succeeded, prog.NoData, prog.Failed
 	res.Finished = workflow.Now(ctx)
