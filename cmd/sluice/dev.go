@@ -16,9 +16,19 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/watch/store"
+	"github.com/sluicehq/sluice/watchsync"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
 )
+
+// describeWatchDB names the watch store for a person, without a password.
+func describeWatchDB(dsn, dataDir string) string {
+	if dsn == "" {
+		return store.SQLitePath(dataDir)
+	}
+	return store.Describe(dsn)
+}
 
 func init() { register(newDevCmd) }
 
@@ -32,9 +42,10 @@ func newDevCmd() *cobra.Command {
 		Short: "Run everything in one process: Temporal + Web UI, simulator, worker, local lake",
 		Long: `Starts an embedded Temporal server (SQLite under --data-dir, so history
 survives restarts) with its Web UI, the provider simulator (unless --real),
-a worker and the local lake, prints their addresses, then runs one daily
-ingest of the whole registry for yesterday's logical date (--date to choose)
-and prints a summary table. It then stays up for the Web UI until Ctrl-C;
+a worker and the local lake, prints their addresses, starts the watch (one
+Watch workflow per probed dataset, recording into the watch store under
+--data-dir; see sluice watch), then runs one daily ingest of the whole registry
+for yesterday's logical date (--date to choose) and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 --once exits after the batch, with status 2 if any dataset failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -93,7 +104,13 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 				return fmt.Errorf("connecting to the embedded Temporal: %w", err)
 			}
 			defer tc.Close()
+			ws, err := rf.watchDB.open(ctx, dataDir)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
 			wopts := rf.workerOptions(reg, tc, "sluice", lake, log)
+			wopts.Watch = ws
 			if real && !rf.simCredentials {
 				wopts.Credentials = connector.EnvCredentials
 			}
@@ -102,6 +119,10 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 				return err
 			}
 			defer w.Stop()
+			steps, err := watchsync.Sync(ctx, tc, reg, "sluice")
+			if err != nil {
+				return fmt.Errorf("starting the watch: %w", err)
+			}
 
 			fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
 			fmt.Fprintf(out, "Web UI     %s\n", srv.UIURL())
@@ -111,6 +132,7 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 				fmt.Fprintln(out, "Providers  real endpoints (credentials from the environment)")
 			}
 			fmt.Fprintf(out, "Lake       %s\n", rf.sink.Describe())
+			fmt.Fprintf(out, "Watch      %d datasets probed (workflows watch/<dataset>), store %s\n", len(steps), describeWatchDB(rf.watchDB.dsn, dataDir))
 			if addr := w.MetricsAddr(); addr != "" {
 				fmt.Fprintf(out, "Metrics    http://%s/metrics\n", addr)
 			}

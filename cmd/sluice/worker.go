@@ -33,6 +33,7 @@ type runtimeFlags struct {
 	maxActivities  int
 	metricsAddr    string
 	logLevel       string
+	watchDB        watchDBFlag
 }
 
 func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
@@ -45,6 +46,7 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
 	intFlag(fs, &r.maxActivities, "max-activities", "SLUICE_MAX_ACTIVITIES", 500, "activities this worker runs at once")
 	stringFlag(fs, &r.metricsAddr, "metrics-addr", "SLUICE_METRICS_ADDR", metricsDefault, "serve Prometheus /metrics on HOST:PORT (empty: off)")
 	stringFlag(fs, &r.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	r.watchDB.bind(fs)
 }
 
 func (r *runtimeFlags) logger() (*slog.Logger, error) {
@@ -83,7 +85,9 @@ func newWorkerCmd() *cobra.Command {
 		Use:   "worker",
 		Short: "Run a Sluice worker against a Temporal server",
 		Long: `Runs a worker on Sluice's task queue: the daily ingest workflow, the per-scope
-limiter workflows and the ingest and probe activities. Start as many as you
+limiter workflows, the datasets' watch workflows and the ingest and probe
+activities, which record probes, states, Changes and operational events in the
+watch store (--watch-db, or SQLite under --data-dir). Start as many as you
 like, on as many machines: every provider call waits for a permit from its
 scope's one limiter, so the declared limits hold across all of them.`,
 		Args: cobra.NoArgs,
@@ -101,12 +105,19 @@ scope's one limiter, so the declared limits hold across all of them.`,
 				return err
 			}
 			defer lake.Close()
+			ws, err := rf.watchDB.open(cmd.Context(), rf.sink.DataDir)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
 			tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(log)})
 			if err != nil {
 				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
 			}
 			defer tc.Close()
-			w, err := worker.Start(rf.workerOptions(reg, tc, tf.taskQueue, lake, log))
+			wopts := rf.workerOptions(reg, tc, tf.taskQueue, lake, log)
+			wopts.Watch = ws
+			w, err := worker.Start(wopts)
 			if err != nil {
 				return err
 			}
