@@ -497,4 +497,3 @@ func short(fp string) string {
 	}
 	return fp
 }
-
