@@ -17,10 +17,14 @@ import (
 // that would break running workflows fails here.
 func TestReplay(t *testing.T) {
 	for name, file := range map[string]string{
-		workflows.DailyIngestName: "daily-ingest.json",
-		ratelimit.WorkflowName:    "scope-limiter.json",
-		events.WorkflowName:       "ops-events.json",
-		workflows.RefetchName:     "refetch.json",
+		// Recorded before daily runs compared revisions: replays without
+		// them (workflow.GetVersion).
+		workflows.DailyIngestName:               "daily-ingest.json",
+		workflows.DailyIngestName + "Revisions": "daily-ingest-revisions.json",
+		ratelimit.WorkflowName:                  "scope-limiter.json",
+		events.WorkflowName:                     "ops-events.json",
+		workflows.RefetchName:                   "refetch.json",
+		workflows.WatchName:                     "watch.json",
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
@@ -28,6 +32,7 @@ func TestReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
 			r.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 			r.RegisterWorkflowWithOptions(workflows.OpsEvents, workflow.RegisterOptions{Name: events.WorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", file)); err != nil {
 				t.Fatalf("replaying %s: %v", file, err)
 			}
