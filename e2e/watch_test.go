@@ -332,4 +332,3 @@ func postFaults(t *testing.T, simURL, method, body string) {
 		t.Fatalf("%s /_sim/faults: %s", method, resp.Status)
 	}
 }
-
