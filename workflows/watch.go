@@ -128,11 +128,17 @@ func Watch(ctx workflow.Context, in WatchInput) (WatchResult, error) {
 			}
 			return res, fmt.Errorf("planning the watch of %s: %w", in.Dataset, err)
 		}
+		// Never sooner than an interval after the last recorded probe, nor
+		// later than an interval from now (a worker whose clock ran ahead
+		// recorded that probe in the future).
 		now := workflow.Now(ctx)
 		st.Interval, st.Next = plan.Interval, now
 		if !plan.LastProbe.IsZero() {
 			if n := plan.LastProbe.Add(plan.Interval); n.After(now) {
 				st.Next = n
+				if latest := now.Add(plan.Interval); n.After(latest) {
+					st.Next = latest
+				}
 			}
 		}
 	}

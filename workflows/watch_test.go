@@ -130,6 +130,21 @@ func TestWatchRestartWaitsForTheInterval(t *testing.T) {
 	}
 }
 
+// TestWatchRestartAfterAClockAhead: a last probe recorded in the future
+// (a worker's clock ahead) delays the first probe by one interval at
+// most.
+func TestWatchRestartAfterAClockAhead(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	now := ts.NewTestWorkflowEnvironment().Now()
+	w := newWatchEnv(t, activities.WatchPlan{Dataset: "fred-dgs10", Interval: time.Hour, LastProbe: now.AddDate(1, 0, 0)},
+		func(int, time.Time, activities.ProbeInput) (activities.ProbeResult, error) { return ok(time.Hour), nil })
+	w.run(workflows.WatchInput{Dataset: "fred-dgs10", ProbesPerRun: 1})
+	w.continued(t)
+	if len(w.sent) != 1 || w.sent[0].at > time.Hour+time.Minute {
+		t.Errorf("probes %v, want one within an hour of the start", w.sent)
+	}
+}
+
 // TestWatchConfirms: a failure asks for confirmations, sent when asked and
 // marked; one asked for at or after the next scheduled probe is not sent
 // (the scheduled probe confirms); a spent budget sends none.
