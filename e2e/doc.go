@@ -25,7 +25,11 @@
 //     other dataset succeeds;
 //   - TestHalfRate: KIS rejecting at half its declared rate; the scope backs
 //     off, the limiter and the ops events record every backoff and the batch
-//     (30 KIS datasets) completes.
+//     (30 KIS datasets) completes;
+//   - TestWatchOutage: the watch of four datasets (a test registry at rate
+//     scale 40); FRED goes down and comes back; down only after three
+//     failed probes, up after two answers, Changes with that evidence,
+//     probe calls per scope within the gate's reserve (issue 9 §4).
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (a one-minute
