@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,11 +11,27 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	_ "github.com/sluicehq/sluice/connector/all"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/sink"
 )
 
+func testGate(t *testing.T, maxQuotaWait time.Duration) *ratelimit.Gate {
+	t.Helper()
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: ratelimit.NewClient(nil, ratelimit.ClientOptions{}), MaxQuotaWait: maxQuotaWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func TestTemporalErrorMapsClasses(t *testing.T) {
-	a := &Activities{cfg: Config{MaxQuotaWait: time.Hour}}
+	a := &Activities{cfg: Config{Gate: testGate(t, time.Hour)}}
 	ctx := context.Background()
 	now := time.Now()
 	tests := []struct {
@@ -29,7 +46,7 @@ func TestTemporalErrorMapsClasses(t *testing.T) {
 		{"bad request", &connector.Error{Class: connector.BadRequest, Provider: "ecos", Code: "ERROR-101"}, true, "bad_request", 0, 0},
 		{"rate limited with a hint", &connector.Error{Class: connector.RateLimited, Provider: "kis", Code: "EGW00201", RetryAfter: 7 * time.Second}, false, "rate_limited", 7 * time.Second, 7 * time.Second},
 		{"blocked until", &connector.Error{Class: connector.Blocked, Provider: "upbit", Code: "418", Until: now.Add(time.Minute)}, false, "blocked", 50 * time.Second, time.Minute},
-		{"quota resets within the wait", &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(30 * time.Minute)}, false, "quota_exhausted", 29 * time.Minute, 30 * time.Minute},
+		{"quota resets within the wait", &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(30 * time.Minute)}, true, "quota_exhausted", 0, 0},
 		{"quota resets too late", &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(5 * time.Hour)}, true, "quota_exhausted", 0, 0},
 		{"transient", &connector.Error{Class: connector.Transient, Provider: "ecos", Code: "ERROR-500"}, false, "transient", 500 * time.Millisecond, time.Second},
 		{"unclassified is transient", errors.New("connection reset"), false, "transient", 500 * time.Millisecond, time.Second},
@@ -49,10 +66,16 @@ func TestTemporalErrorMapsClasses(t *testing.T) {
 			}
 		})
 	}
-	// A quota that resets after the caller's patience says so.
-	err := a.temporalError(ctx, &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(5 * time.Hour)})
+	// A spent quota fails the activity at once, naming the reset and the
+	// worker's --max-quota-wait for the workflow to decide (a durable
+	// timer), never sleeping in the activity nor retrying into tomorrow.
+	reset := now.Add(5 * time.Hour)
+	err := a.temporalError(ctx, &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: reset})
 	if !strings.Contains(err.Error(), "daily quota resets at") {
 		t.Errorf("quota message: %v", err)
+	}
+	if q, ok := ratelimit.QuotaWaitOf(err); !ok || !q.ResetAt.Equal(reset) || q.MaxWait != time.Hour {
+		t.Errorf("quota wait of %v = %+v, %v", err, q, ok)
 	}
 	// A cancelled context wins over the provider's answer.
 	cctx, cancel := context.WithCancel(ctx)
@@ -111,5 +134,37 @@ func TestParseDates(t *testing.T) {
 		if _, _, err := parseDates(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+}
+
+// TestIngestRefusesDatasetWithoutScope: a dataset that counts against no
+// rate-limit scope is never called without a permit: the activity fails
+// with a non-retryable bad_request naming the reason, before any request
+// leaves (the provider's base URL here accepts no connection at all).
+func TestIngestRefusesDatasetWithoutScope(t *testing.T) {
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Drop FRED's scope, as a registry that let a dataset end up without
+	// one would have.
+	reg.Scopes = slices.DeleteFunc(reg.Scopes, func(s *registry.ScopeInstance) bool { return s.Provider.ID == "fred" })
+	gate, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: ratelimit.NewClient(nil, ratelimit.ClientOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake, err := sink.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Registry: reg, Sink: lake, Gate: gate, BaseURLs: map[string]string{"*": "http://127.0.0.1:1"},
+		Credentials: connector.MapCredentials(map[string]string{"FRED_API_KEY": strings.Repeat("a", 32)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Ingest(context.Background(), IngestInput{Dataset: "fred-dgs10", From: "2026-11-27"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != "bad_request" || !strings.Contains(err.Error(), "no rate-limit scope") {
+		t.Fatalf("ingest of a dataset without a scope: %v", err)
 	}
 }

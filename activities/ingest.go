@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -105,7 +106,7 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	if in.MaxPages > 0 && in.MaxPages < maxPages {
 		maxPages = in.MaxPages
 	}
-	got, err := a.fetchPages(ctx, conn, ds, from, to, maxPages)
+	got, err := a.fetchPages(ratelimit.Track(ctx), conn, ds, from, to, maxPages)
 	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
 	if err != nil {
 		var ke keyError
@@ -151,6 +152,11 @@ func attempt(ctx context.Context) int32 {
 }
 
 // temporalError maps a classified failure onto Temporal's retry policy.
+// The application error carries the failure's text, redacted once more of
+// anything shaped like a credential (connector.Redact), and no Cause:
+// Temporal's failure converter records every error a cause unwraps to in
+// the workflow history, so only text Sluice has redacted goes there. The
+// retry decision rests on the type, NonRetryable and NextRetryDelay alone.
 func (a *Activities) temporalError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -162,10 +168,10 @@ func (a *Activities) temporalError(ctx context.Context, err error) error {
 	var ce *connector.Error
 	errors.As(err, &ce)
 	now := time.Now()
-	msg := err.Error()
+	msg := connector.Redact(err.Error())
 	switch class {
 	case connector.AuthFailed, connector.BadRequest:
-		return temporal.NewNonRetryableApplicationError(msg, class.String(), err)
+		return temporal.NewNonRetryableApplicationError(msg, class.String(), nil)
 	case connector.RateLimited, connector.Blocked:
 		delay := backoff(attempt(ctx), time.Second, time.Minute)
 		if ce != nil {
@@ -173,19 +179,22 @@ func (a *Activities) temporalError(ctx context.Context, err error) error {
 				delay = w
 			}
 		}
-		return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: delay, Cause: err})
+		return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 	case connector.QuotaExhausted:
-		if ce != nil && !ce.ResetAt.IsZero() {
-			if wait := ce.ResetAt.Sub(now); wait > 0 && wait <= a.cfg.MaxQuotaWait {
-				return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: wait, Cause: err})
-			}
-			msg = fmt.Sprintf("%s (daily quota resets at %s; not waiting longer than %s)", msg, ce.ResetAt.Format(time.RFC3339), a.cfg.MaxQuotaWait)
+		// Fail at once, naming the reset: the workflow decides whether to
+		// wait for it (ratelimit.QuotaWaiter, a durable timer), so no
+		// activity sleeps through a timeout and retries into tomorrow's
+		// quota.
+		if ce == nil || ce.ResetAt.IsZero() {
+			return temporal.NewNonRetryableApplicationError(msg, class.String(), nil)
 		}
-		return temporal.NewNonRetryableApplicationError(msg, class.String(), err)
+		maxWait := a.cfg.Gate.MaxQuotaWait()
+		msg = fmt.Sprintf("%s (daily quota resets at %s; a dataset waits for it up to --max-quota-wait %s)", msg, ce.ResetAt.Format(time.RFC3339), maxWait)
+		return temporal.NewNonRetryableApplicationError(msg, class.String(), nil, ratelimit.QuotaWait{ResetAt: ce.ResetAt, MaxWait: maxWait})
 	}
 	// Transient: exponential backoff with equal jitter.
 	return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{
-		NextRetryDelay: backoff(attempt(ctx), time.Second, 2*time.Minute), Cause: err})
+		NextRetryDelay: backoff(attempt(ctx), time.Second, 2*time.Minute)})
 }
 
 // backoff is base·2^(attempt-1), capped, with equal jitter: half fixed, half

@@ -138,13 +138,13 @@ func newPagingStackOn(t *testing.T, reg *registry.Registry, lake sink.Sink) *pag
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Gate = func(_ context.Context, call connector.Call) error {
+		opts.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
 			if call.Kind == connector.CallData {
 				st.mu.Lock()
 				st.permits[call.Dataset]++
 				st.mu.Unlock()
 			}
-			return nil
+			return connector.Permit{}, nil
 		}
 		gated, err := connector.New(p, opts)
 		if err != nil {

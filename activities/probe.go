@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/wire"
@@ -195,7 +196,7 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 // probe sends one probe and builds its record (without Confirmation).
 func (a *Activities) probe(ctx context.Context, conn connector.Connector, ds *registry.Dataset, wait time.Duration) watch.Probe {
 	tr := &probeTrace{wait: wait}
-	pctx, cancel := context.WithTimeout(context.WithValue(ctx, probeTraceKey{}, tr), wait+probeAnswerTimeout)
+	pctx, cancel := context.WithTimeout(context.WithValue(ratelimit.Track(ctx), probeTraceKey{}, tr), wait+probeAnswerTimeout)
 	defer cancel()
 	at, start := a.clock(), time.Now()
 	ans, err := conn.Probe(pctx, ds)
@@ -292,15 +293,16 @@ func (t *probeTrace) sentAt() time.Time {
 // long — is marked watch.NotSent, so that the probe is recorded as
 // throttled and never as the provider's outage. Every other call passes
 // through unchanged. A nil gate lets every call through.
-func probeGate(gate func(context.Context, connector.Call) error) func(context.Context, connector.Call) error {
-	return func(ctx context.Context, call connector.Call) error {
+func probeGate(gate func(context.Context, connector.Call) (connector.Permit, error)) func(context.Context, connector.Call) (connector.Permit, error) {
+	return func(ctx context.Context, call connector.Call) (connector.Permit, error) {
 		if !call.Probe || call.Kind != connector.CallData {
 			if gate == nil {
-				return nil
+				return connector.Permit{}, nil
 			}
 			return gate(ctx, call)
 		}
 		tr, _ := ctx.Value(probeTraceKey{}).(*probeTrace)
+		var permit connector.Permit
 		if gate != nil {
 			gctx := ctx
 			if tr != nil && tr.wait > 0 {
@@ -308,17 +310,18 @@ func probeGate(gate func(context.Context, connector.Call) error) func(context.Co
 				gctx, cancel = context.WithTimeout(ctx, tr.wait)
 				defer cancel()
 			}
-			if err := gate(gctx, call); err != nil {
+			var err error
+			if permit, err = gate(gctx, call); err != nil {
 				if ctx.Err() != nil {
-					return err // the probe itself was cancelled
+					return permit, err // the probe itself was cancelled
 				}
-				return watch.NotSent(err)
+				return permit, watch.NotSent(err)
 			}
 		}
 		if tr != nil {
 			tr.markSent(time.Now())
 		}
-		return nil
+		return permit, nil
 	}
 }
 

@@ -66,16 +66,16 @@ func newProbeStack(t *testing.T) *probeStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := func(ctx context.Context, call connector.Call) error {
+	gate := func(ctx context.Context, call connector.Call) (connector.Permit, error) {
 		if g := s.gate.Load(); g != nil {
 			if err := (*g)(ctx, call); err != nil {
-				return err
+				return connector.Permit{}, err
 			}
 		}
 		if call.Kind == connector.CallData {
 			s.calls.Add(1)
 		}
-		return nil
+		return connector.Permit{}, nil
 	}
 	for _, p := range reg.Providers {
 		c, err := connector.New(p, connector.Options{BaseURL: srv.URL, Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
@@ -206,17 +206,27 @@ func TestProbeHeldBackIsThrottled(t *testing.T) {
 // the gate unchanged, its errors unmarked.
 func TestProbeGatePassesOtherCalls(t *testing.T) {
 	boom := errors.New("boom")
-	g := probeGate(func(context.Context, connector.Call) error { return boom })
-	if err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "d"}); err != boom {
+	deadline := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	g := probeGate(func(_ context.Context, call connector.Call) (connector.Permit, error) {
+		if call.Dataset == "ok" {
+			return connector.Permit{Deadline: deadline}, nil
+		}
+		return connector.Permit{}, boom
+	})
+	if _, err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "d"}); err != boom {
 		t.Errorf("ingest call: %v", err)
 	}
-	if err := g(context.Background(), connector.Call{Kind: connector.CallToken, Probe: true}); err != boom {
+	if _, err := g(context.Background(), connector.Call{Kind: connector.CallToken, Probe: true}); err != boom {
 		t.Errorf("token call: %v", err)
 	}
-	if err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "d", Probe: true}); !errors.Is(err, watch.ErrNotSent) || !errors.Is(err, boom) {
+	if _, err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "d", Probe: true}); !errors.Is(err, watch.ErrNotSent) || !errors.Is(err, boom) {
 		t.Errorf("probe: %v", err)
 	}
-	if err := probeGate(nil)(context.Background(), connector.Call{Kind: connector.CallData, Probe: true}); err != nil {
+	// A probe's permit comes back as the gate granted it.
+	if p, err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "ok", Probe: true}); err != nil || !p.Deadline.Equal(deadline) {
+		t.Errorf("granted probe: %+v, %v", p, err)
+	}
+	if _, err := probeGate(nil)(context.Background(), connector.Call{Kind: connector.CallData, Probe: true}); err != nil {
 		t.Errorf("no gate: %v", err)
 	}
 }

@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/version"
@@ -36,8 +41,8 @@ type Base struct {
 	client   *http.Client
 	log      *slog.Logger
 	now      func() time.Time
-	gate     func(context.Context, Call) error
-	observe  func(Call, int, http.Header, error)
+	gate     func(context.Context, Call) (Permit, error)
+	observe  func(context.Context, Observation)
 	creds    Credentials
 	secrets  *Secrets
 	stall    time.Duration
@@ -75,6 +80,11 @@ func NewBase(p *registry.Provider, opts Options) (*Base, error) {
 	if b.client == nil {
 		b.client = HTTPClient()
 	}
+	// Redirects are decided in Do, hop by hop, never by the client: a
+	// shallow copy shares the pool and answers every redirect as it came.
+	c := *b.client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	b.client = &c
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -133,7 +143,7 @@ func (b *Base) Credential(role string) (string, error) {
 	v, err := b.creds(name)
 	if err != nil {
 		return "", &Error{Class: AuthFailed, Provider: b.provider.ID,
-			Message: fmt.Sprintf("credential %s (%s) unavailable", role, name), Err: errors.New(Redact(err.Error(), b.secrets.Values()...))}
+			Message: fmt.Sprintf("credential %s (%s) unavailable", role, name), Err: b.sanitize(err)}
 	}
 	b.secrets.Add(v)
 	return v, nil
@@ -164,8 +174,12 @@ func (b *Base) URL(escapedPath, rawQuery string) string {
 	return u
 }
 
+// maxCodeLen bounds a provider code kept in an Error.
+const maxCodeLen = 64
+
 // Fail completes a classifier's or connector's error: provider, dataset,
-// status, and the message redacted.
+// status, and the code, message and underlying error redacted (see
+// sanitize).
 func (b *Base) Fail(call Call, status int, e *Error) *Error {
 	e.Provider = b.provider.ID
 	if e.Dataset == "" {
@@ -175,6 +189,12 @@ func (b *Base) Fail(call Call, status int, e *Error) *Error {
 		e.Status = status
 	}
 	e.Message = b.secrets.Redact(e.Message)
+	// The code is the provider's too (KIS msg_cd, an UPBIT error name): it
+	// travels into events and the limiter's penalize update.
+	if e.Code = b.secrets.Redact(e.Code); len(e.Code) > maxCodeLen {
+		e.Code = e.Code[:maxCodeLen]
+	}
+	e.Err = b.sanitize(e.Err)
 	return e
 }
 
@@ -195,51 +215,100 @@ type Exchange struct {
 // errStalled is the cancel cause of a body that made no progress.
 var errStalled = errors.New("response body stalled")
 
-// Do sends one request: Gate, the HTTP exchange, a peek at the head of the
-// body, Classify, Observe, a log line, and on success a Response whose Body
-// yields every byte of the body. On failure the body is closed and the
-// classified error (or the caller's context error) returned.
+// maxRedirects is how many same-host redirects one Do follows.
+const maxRedirects = 5
+
+// Do sends one request: Gate, the HTTP exchange (re-checking the permit
+// once a connection is ready, see Options.Gate), a peek at the head of the
+// body, Classify, Observe, a log line, and on success a Response whose
+// Body yields every byte of the body. On failure the body is closed and
+// the classified error (or the caller's context error) returned.
+//
+// Redirects are decided here, never by the HTTP client. One to another
+// host (or port), to a weaker scheme (https to http), with a Location
+// that is not an http(s) URL, beyond maxRedirects, or that would turn a
+// request with a body into a GET (301, 302, 303 after a POST) is refused:
+// BadRequest, Code the status, the message naming the status and the
+// target host, never its path or query. A same-host redirect (http to
+// https on the same host included) is followed as a request of its own:
+// through Gate, with the same headers and, for 307 and 308, the same body.
 func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
-	red := b.secrets.RedactURL(x.URL)
-	method := x.Method
-	if method == "" {
-		method = http.MethodGet
+	if x.Method == "" {
+		x.Method = http.MethodGet
 	}
-	if b.gate != nil {
-		if err := b.gate(ctx, x.Call); err != nil {
-			return nil, fmt.Errorf("waiting for the rate limiter before %s %s call: %w", b.provider.ID, x.Call.Kind, err)
+	for hop := 0; ; hop++ {
+		resp, next, err := b.do(ctx, x, hop)
+		if next == nil {
+			return resp, err
 		}
+		x = *next
 	}
+}
+
+// do sends one hop: the response, or the next hop's exchange when the
+// answer is a redirect to follow, or an error.
+func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchange, error) {
+	red := b.secrets.RedactURL(x.URL)
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	var body io.Reader
 	if x.Body != nil {
 		body = bytes.NewReader(x.Body)
 	}
-	req, err := http.NewRequestWithContext(reqCtx, method, x.URL, body)
+	req, err := http.NewRequestWithContext(reqCtx, x.Method, x.URL, body)
 	if err != nil {
 		cancel(nil)
-		return nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red,
-			Err: errors.New(b.secrets.Redact(err.Error()))})
+		return nil, nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red, Err: err})
 	}
 	for k, vs := range x.Header {
 		req.Header[k] = vs
 	}
 	req.Header.Set("User-Agent", version.UserAgent())
+	guard := &sendGuard{b: b, ctx: ctx, call: x.Call, cancel: cancel}
+	if b.gate != nil {
+		p, err := b.gate(ctx, x.Call)
+		if err != nil {
+			cancel(nil)
+			return nil, nil, b.gateError(x.Call, err)
+		}
+		guard.permit = p
+		req = req.WithContext(httptrace.WithClientTrace(reqCtx, guard.trace()))
+	}
 	start := time.Now()
 	resp, err := b.client.Do(req)
 	if err != nil {
 		cancel(nil)
 		if ctx.Err() != nil {
-			b.observeCall(x.Call, 0, nil, ctx.Err())
-			return nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
+			b.observeCall(ctx, Observation{Call: x.Call, Err: ctx.Err()})
+			return nil, nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
-		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: b.sanitize(err)})
-		b.observeCall(x.Call, 0, nil, e)
-		b.logCall(ctx, x, method, red, 0, e, time.Since(start))
-		return nil, e
+		if guard.err != nil {
+			// The permit expired while connecting and Gate refused a new
+			// one: nothing was sent.
+			return nil, nil, b.gateError(x.Call, guard.err)
+		}
+		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: err})
+		b.observeCall(ctx, Observation{Call: x.Call, Err: e})
+		b.logCall(ctx, x, red, 0, e, time.Since(start))
+		return nil, nil, e
 	}
-	guard := newStallGuard(resp.Body, b.stall, func() { cancel(errStalled) })
-	br := bufio.NewReaderSize(guard, HeadSize)
+	if isRedirect(resp.StatusCode) && resp.Header.Get("Location") != "" {
+		next, rerr := b.redirect(x, resp, hop)
+		io.CopyN(io.Discard, resp.Body, maxDrain)
+		resp.Body.Close()
+		cancel(nil)
+		var oerr error
+		if rerr != nil {
+			oerr = rerr
+		}
+		b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: oerr})
+		b.logCall(ctx, x, red, resp.StatusCode, oerr, time.Since(start))
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		return nil, next, nil
+	}
+	guardBody := newStallGuard(resp.Body, b.stall, func() { cancel(errStalled) })
+	br := bufio.NewReaderSize(guardBody, HeadSize)
 	head, perr := br.Peek(HeadSize)
 	complete := false
 	switch {
@@ -247,16 +316,16 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	case errors.Is(perr, io.EOF):
 		complete = true
 	default:
-		guard.stop()
+		guardBody.stop()
 		resp.Body.Close()
 		cancel(nil)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
+			return nil, nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
 		e := b.readFailure(x.Call, resp.StatusCode, perr, reqCtx)
-		b.observeCall(x.Call, resp.StatusCode, resp.Header, e)
-		b.logCall(ctx, x, method, red, resp.StatusCode, e, time.Since(start))
-		return nil, e
+		b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: e})
+		b.logCall(ctx, x, red, resp.StatusCode, e, time.Since(start))
+		return nil, nil, e
 	}
 	v := Verdict{Err: &Error{Class: Transient, Message: "no classifier"}}
 	if x.Classify != nil {
@@ -267,19 +336,19 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	if v.Err != nil {
 		verr = b.Fail(x.Call, resp.StatusCode, v.Err)
 	}
-	b.observeCall(x.Call, resp.StatusCode, resp.Header, verr)
-	b.logCall(ctx, x, method, red, resp.StatusCode, verr, time.Since(start))
+	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: verr, Remaining: v.Remaining})
+	b.logCall(ctx, x, red, resp.StatusCode, verr, time.Since(start))
 	if verr != nil {
 		// Read a small error body to its end so the connection is reused.
 		io.CopyN(io.Discard, br, maxDrain)
-		guard.stop()
+		guardBody.stop()
 		resp.Body.Close()
 		cancel(nil)
-		return nil, verr
+		return nil, nil, verr
 	}
 	ct := resp.Header.Get("Content-Type")
 	return &Response{
-		Body: &responseBody{r: br, raw: resp.Body, guard: guard, cancel: cancel,
+		Body: &responseBody{r: br, raw: resp.Body, guard: guardBody, cancel: cancel,
 			fail: func(err error) error {
 				if ctx.Err() != nil {
 					return fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
@@ -292,7 +361,158 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 		ContentType: ct,
 		Ext:         extOf(head, ct, x.Format),
 		More:        v.More,
-	}, nil
+	}, nil, nil
+}
+
+// gateError wraps an error of Options.Gate.
+func (b *Base) gateError(call Call, err error) error {
+	return fmt.Errorf("waiting for the rate limiter before %s %s call: %w", b.provider.ID, call.Kind, err)
+}
+
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// redirect decides a redirect answer (see Do): the next hop's exchange,
+// or the refusal.
+func (b *Base) redirect(x Exchange, resp *http.Response, hop int) (*Exchange, *Error) {
+	status := resp.StatusCode
+	refuse := func(why string) *Error {
+		return b.Fail(x.Call, status, &Error{Class: BadRequest, Code: strconv.Itoa(status),
+			Message: fmt.Sprintf("HTTP %d %s: refusing to follow the redirect %s", status, http.StatusText(status), why)})
+	}
+	from := resp.Request.URL
+	to, err := from.Parse(resp.Header.Get("Location"))
+	if err != nil || (to.Scheme != "http" && to.Scheme != "https") || to.Host == "" {
+		return nil, refuse("to a Location that is not an http(s) URL")
+	}
+	target := hostForMessage(to)
+	switch {
+	case from.Scheme == "https" && to.Scheme != "https":
+		return nil, refuse(fmt.Sprintf("from https to plain http (%s)", target))
+	case !sameHost(from, to):
+		return nil, refuse(fmt.Sprintf("to another host (%s)", target))
+	case hop >= maxRedirects:
+		return nil, refuse(fmt.Sprintf("to %s: more than %d redirects", target, maxRedirects))
+	case status != http.StatusTemporaryRedirect && status != http.StatusPermanentRedirect &&
+		x.Method != http.MethodGet && x.Method != http.MethodHead:
+		return nil, refuse(fmt.Sprintf("to %s: it would turn the %s into a GET", target, x.Method))
+	}
+	to.User, to.Fragment, to.RawFragment = nil, "", ""
+	next := x
+	next.URL = to.String()
+	return &next, nil
+}
+
+// sameHost reports whether to names the host and port of from, or is the
+// upgrade of from's http URL to https on the same host (port 80 to 443).
+func sameHost(from, to *url.URL) bool {
+	if !strings.EqualFold(from.Hostname(), to.Hostname()) {
+		return false
+	}
+	fp, tp := portOf(from), portOf(to)
+	if from.Scheme == to.Scheme {
+		return fp == tp
+	}
+	return from.Scheme == "http" && to.Scheme == "https" && (fp == tp || fp == "80" && tp == "443")
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// hostForMessage is the target host (and port) as an error names it:
+// bounded, never the path or query.
+func hostForMessage(u *url.URL) string {
+	h := u.Host
+	if len(h) > 100 {
+		h = h[:100] + "…"
+	}
+	return strconv.Quote(h)
+}
+
+// maxRegates bounds how often one request asks Gate again because its
+// permit expired before a connection was ready.
+const maxRegates = 8
+
+// sendGuard holds one request to its permit while net/http gets a
+// connection. When the connection is ready (httptrace's GotConn, which
+// net/http reports just before it writes the request) the permit's
+// deadline is checked; a late request calls Gate again — keeping its
+// connection — until it holds a permit it can still use, and a request the
+// transport is about to send again (after writing it once) gets a new
+// permit too. When Gate refuses, the request's context is cancelled and
+// its connection closed, so that nothing is written.
+type sendGuard struct {
+	b      *Base
+	ctx    context.Context
+	call   Call
+	cancel context.CancelCauseFunc
+	permit Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
+	wrote  atomic.Bool
+	err    error // Gate's refusal; read after the client returned
+}
+
+func (g *sendGuard) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn:      g.gotConn,
+		WroteHeaders: func() { g.wrote.Store(true) },
+	}
+}
+
+func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
+	if g.err != nil {
+		g.stop(info.Conn, g.err)
+		return
+	}
+	for n := 0; g.wrote.Load() || g.late(); n++ {
+		if n == maxRegates {
+			g.stop(info.Conn, &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
+				Message: fmt.Sprintf("every permit expired before its request could leave (%d asked for)", n)})
+			return
+		}
+		if !g.wrote.Load() {
+			g.b.log.Info("permit expired before the connection was ready; waiting for another",
+				"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", g.b.now().Sub(g.permit.Deadline), "reused", info.Reused)
+		}
+		p, err := g.b.gate(g.ctx, g.call)
+		if err != nil {
+			g.stop(info.Conn, err)
+			return
+		}
+		g.permit = p
+		g.wrote.Store(false)
+	}
+}
+
+// late reports whether the permit's deadline has passed.
+func (g *sendGuard) late() bool {
+	return !g.permit.Deadline.IsZero() && g.b.now().After(g.permit.Deadline)
+}
+
+// stop makes sure the request is not written: it records why, cancels the
+// request and closes its connection (which an HTTP/1.1 request holds
+// alone; an HTTP/2 connection, shared with other requests, is left open).
+func (g *sendGuard) stop(conn net.Conn, err error) {
+	g.err = err
+	g.cancel(err)
+	if tc, ok := conn.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+		return
+	}
+	if conn != nil {
+		conn.Close()
+	}
 }
 
 // readFailure classifies an error reading a response body: a stall or a
@@ -305,46 +525,67 @@ func (b *Base) readFailure(call Call, status int, err error, reqCtx context.Cont
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		msg = "response body truncated"
 	}
-	return b.Fail(call, status, &Error{Class: Transient, Message: msg, Err: b.sanitize(err)})
+	return b.Fail(call, status, &Error{Class: Transient, Message: msg, Err: err})
 }
 
-// sanitize redacts secrets from a transport error: a *url.Error gets the
-// redacted URL, any other error keeps its chain but not its secrets.
-func (b *Base) sanitize(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: b.secrets.RedactURL(ue.URL), Err: b.sanitize(ue.Err)}
+// sanitize returns err with every known secret redacted from its message
+// and from the message of every error it wraps (see redactedError). A
+// *url.Error stays a *url.Error, with its URL redacted.
+func (b *Base) sanitize(err error) error { return sanitizeChain(err, b.secrets.Values()) }
+
+func sanitizeChain(err error, sec []string) error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *url.Error:
+		return &url.Error{Op: e.Op, URL: RedactURL(e.URL, sec...), Err: sanitizeChain(e.Err, sec)}
+	case *redactedError:
+		// Sanitized before, perhaps with fewer known secrets.
+		return &redactedError{msg: Redact(e.msg, sec...), next: sanitizeChain(e.next, sec), orig: e.orig}
 	}
-	if msg := err.Error(); b.secrets.Redact(msg) != msg {
-		return redactedError{msg: b.secrets.Redact(msg), err: err}
-	}
-	return err
+	return &redactedError{msg: Redact(err.Error(), sec...), next: sanitizeChain(errors.Unwrap(err), sec), orig: err}
 }
 
-// redactedError shows a redacted message and keeps the original for
-// errors.Is and errors.As.
+// redactedError is one link of a sanitized error chain: the original's
+// message redacted, unwrapping to the sanitized copy of what the original
+// wraps — never to the original itself, whose message (a transport error
+// quoting the request line, say) may spell out a key, and which anything
+// that follows Unwrap would reach: Temporal's failure converter records
+// every link of a chain in the workflow history. errors.Is still sees the
+// original chain (context.DeadlineExceeded, io.ErrUnexpectedEOF, …), as
+// does a Timeout check, but errors.As finds only the sanitized links.
 type redactedError struct {
-	msg string
-	err error
+	msg  string
+	next error // sanitized
+	orig error
 }
 
 // Error returns the redacted message.
-func (e redactedError) Error() string { return e.msg }
+func (e *redactedError) Error() string { return e.msg }
 
-// Unwrap returns the original error.
-func (e redactedError) Unwrap() error { return e.err }
+// Unwrap returns the sanitized copy of the error the original wraps.
+func (e *redactedError) Unwrap() error { return e.next }
 
-func (b *Base) observeCall(call Call, status int, h http.Header, err error) {
+// Is reports whether the original chain matches target.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.orig, target) }
+
+// Timeout reports whether the original is a timeout (net.Error).
+func (e *redactedError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.orig, &t) && t.Timeout()
+}
+
+func (b *Base) observeCall(ctx context.Context, o Observation) {
 	if b.observe != nil {
-		b.observe(call, status, h, err)
+		b.observe(ctx, o)
 	}
 }
 
-func (b *Base) logCall(ctx context.Context, x Exchange, method, red string, status int, err error, took time.Duration) {
+func (b *Base) logCall(ctx context.Context, x Exchange, red string, status int, err error, took time.Duration) {
 	level := slog.LevelDebug
 	attrs := []slog.Attr{
 		slog.String("dataset", x.Call.Dataset), slog.String("kind", x.Call.Kind),
-		slog.String("method", method), slog.String("url", red), slog.Int("status", status),
+		slog.String("method", x.Method), slog.String("url", red), slog.Int("status", status),
 		slog.Duration("took", took),
 	}
 	if x.Call.Probe {

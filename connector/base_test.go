@@ -39,17 +39,17 @@ type observation struct {
 	err    error
 }
 
-func (r *recorder) gate(_ context.Context, c connector.Call) error {
+func (r *recorder) gate(_ context.Context, c connector.Call) (connector.Permit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gated = append(r.gated, c)
-	return nil
+	return connector.Permit{}, nil
 }
 
-func (r *recorder) observe(c connector.Call, status int, _ http.Header, err error) {
+func (r *recorder) observe(_ context.Context, o connector.Observation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.observed = append(r.observed, observation{c, status, err})
+	r.observed = append(r.observed, observation{o.Call, o.Status, o.Err})
 }
 
 func newBase(t *testing.T, url string, rec *recorder, log *connectortest.Log, mod func(*connector.Options)) *connector.Base {
@@ -276,7 +276,7 @@ func TestDoContextAndGate(t *testing.T) {
 	}
 	stop := errors.New("limiter closed")
 	b = newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
-		o.Gate = func(context.Context, connector.Call) error { return stop }
+		o.Gate = func(context.Context, connector.Call) (connector.Permit, error) { return connector.Permit{}, stop }
 	})
 	_, err = b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL, Classify: accept})
 	if !errors.Is(err, stop) || hits != 0 {

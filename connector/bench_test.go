@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/connector"
 )
@@ -59,5 +60,40 @@ func BenchmarkWalkJSONHead(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		connector.WalkJSON(head, func(connector.JSONEvent) bool { return true })
+	}
+}
+
+// BenchmarkDoGatedSmallAnswer measures the per-call cost of the boundary
+// on a small answer: a URL and log line holding the key to redact, the
+// gate's permit and its re-check once the connection is ready.
+func BenchmarkDoGatedSmallAnswer(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"observations":[{"date":"2025-03-10","value":"4.21"}]}`))
+	}))
+	defer srv.Close()
+	for _, gated := range []bool{false, true} {
+		opts := connector.Options{BaseURL: srv.URL, Credentials: connector.MapCredentials(map[string]string{"TEST_KEY": testKey})}
+		if gated {
+			opts.Gate = func(context.Context, connector.Call) (connector.Permit, error) {
+				return connector.Permit{Deadline: time.Now().Add(time.Minute)}, nil
+			}
+		}
+		base, err := connector.NewBase(testProvider(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		key, _ := base.Credential("api_key")
+		b.Run(fmt.Sprintf("gated=%v", gated), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := base.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+					URL: base.URL("/fred/series/observations", "series_id=DGS10&api_key="+key+"&file_type=json"), Classify: accept})
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
 	}
 }

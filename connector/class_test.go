@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,29 @@ func TestAsError(t *testing.T) {
 	orig := &Error{Class: NoData}
 	if AsError(fmt.Errorf("w: %w", orig)) != orig {
 		t.Error("AsError does not unwrap")
+	}
+}
+
+// TestRetryAfterIsCapped: an HTTP-date Retry-After far ahead, or a huge
+// number of seconds, asks for at most MaxWait.
+func TestRetryAfterIsCapped(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"Fri, 31 Dec 2999 23:59:59 GMT": MaxWait,
+		"99999999999":                   MaxWait,
+		"3600":                          MaxWait,
+		"7":                             7 * time.Second,
+		"Mon, 30 Nov 2026 00:00:30 GMT": 30 * time.Second,
+		"Sun, 29 Nov 2026 00:00:00 GMT": 0,
+	} {
+		got, ok := RetryAfter(http.Header{"Retry-After": {v}}, now)
+		if !ok || got != want {
+			t.Errorf("Retry-After %q = %v, %v; want %v", v, got, ok, want)
+		}
+	}
+	for _, v := range []string{"-1", "NaN", "soon"} {
+		if got, ok := RetryAfter(http.Header{"Retry-After": {v}}, now); ok {
+			t.Errorf("Retry-After %q accepted as %v", v, got)
+		}
 	}
 }

@@ -40,6 +40,41 @@ type Call struct {
 	Probe    bool   // the data call is a probe
 }
 
+// Observation is what Observe learns of one call: its outcome and any
+// provider-specific signal a connector read from the answer. Connectors
+// parse their own provider's signals, so a rate limiter never needs to know
+// a provider's headers.
+type Observation struct {
+	Call Call
+	// Status is the HTTP status, 0 when no response arrived.
+	Status int
+	// Err is the classified error (ClassOf), a context error, or nil on
+	// success.
+	Err error
+	// Remaining is what the provider says is left of its own budget, when
+	// it says so (UPBIT Remaining-Req); nil otherwise.
+	Remaining *Remaining
+}
+
+// Remaining is a provider's own account of its budget, read from an answer.
+type Remaining struct {
+	// Group names the provider's rate-limit group. A connector reports only
+	// groups from a fixed list it knows (anything else as "other"), so the
+	// value is safe as a metrics label.
+	Group string
+	// Left is how many calls the group's current window still allows.
+	Left int
+	// Window is the length of that window (one second for UPBIT).
+	Window time.Duration
+}
+
+// Permit is what Options.Gate grants one request.
+type Permit struct {
+	// Deadline is the latest moment (on the connector's clock, Options.Now)
+	// the request may leave; the zero time means no deadline.
+	Deadline time.Time
+}
+
 // Call kinds.
 const (
 	CallData  = "data"  // a dataset request (fetch or probe)
@@ -57,7 +92,11 @@ type Options struct {
 	// means EnvCredentials.
 	Credentials Credentials
 	// HTTPClient sends every request; nil means the shared client
-	// (HTTPClient()).
+	// (HTTPClient()). Its CheckRedirect is never used: the connector
+	// decides redirects itself (see Base.Do). For Gate's deadline to stop
+	// a late request, its transport must report httptrace's GotConn and
+	// give each request a connection of its own (HTTP/1.1, as the shared
+	// client does).
 	HTTPClient *http.Client
 	// TokenStore keeps issued tokens across processes (KIS); nil means a
 	// file store under $SLUICE_DATA_DIR/tokens, or ./var/tokens.
@@ -66,15 +105,26 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Gate is called immediately before every outbound request, data and
-	// token calls alike; the global rate limiter waits here. A non-nil
-	// error aborts the call and is returned wrapped. nil: no wait.
-	Gate func(ctx context.Context, call Call) error
+	// Gate is called before every outbound request, data and token calls
+	// alike (each hop of a same-host redirect is a request of its own);
+	// the global rate limiter waits here and returns once the request may
+	// be sent, with the latest moment it may leave (Permit.Deadline). The
+	// connector then obtains a connection — DNS, TCP and TLS can take
+	// seconds — and, once it has one and just before the request is
+	// written on it, checks the deadline against Now: a request that would
+	// leave after its deadline calls Gate again, holding its connection,
+	// and waits for a new permit; so does one that net/http is about to
+	// send a second time (a reused connection the server had closed). A
+	// request never leaves on a stale permit. A non-nil error aborts the
+	// call before anything is sent (a connection held for it is closed)
+	// and is returned wrapped. nil: no wait.
+	Gate func(ctx context.Context, call Call) (Permit, error)
 	// Observe is called after every response (or transport failure) with
-	// the HTTP status (0 when none arrived), the response headers and the
-	// classified error (nil on success), so the limiter can adapt to
-	// Remaining-Req and 429s. nil: nothing observes.
-	Observe func(call Call, status int, h http.Header, err error)
+	// what the call's outcome says (the HTTP status, the classified error,
+	// provider signals such as UPBIT's Remaining-Req), so the limiter can
+	// adapt to rejections. ctx is the context the call was made with.
+	// nil: nothing observes.
+	Observe func(ctx context.Context, o Observation)
 	// StallTimeout aborts a response whose body makes no progress for this
 	// long, whether the provider stopped sending or the caller stopped
 	// reading (the read fails with a Transient error); 0 means 2 minutes.

@@ -45,7 +45,8 @@
 //     INFO-200, list_total_count 0 or no rows; FRED count 0 or no
 //     observations; UPBIT []; data.go.kr 03, totalCount 0 or empty items.
 //   - BadRequest: KIS another rt_cd; ECOS ERROR-100, 101, 300, 301, 400;
-//     other 4xx everywhere; a request the connector cannot build.
+//     other 4xx everywhere; a request the connector cannot build; a
+//     redirect it refuses to follow (see Redirects).
 //   - Transient: 5xx, FRED 423, timeouts, connection resets, truncated or
 //     stalled bodies, unexpected (HTML) answers, unknown codes.
 //
@@ -88,15 +89,36 @@
 //
 // Credentials are read by the environment variable names the registry
 // declares (NAME, or the file named by NAME_FILE). Every URL a connector
-// returns or logs goes through RedactURL, every message through Redact,
-// and the connector's logger is wrapped in a RedactingHandler that knows
-// every key and token the connector has seen.
+// returns or logs goes through RedactURL, every message through Redact
+// (every known key and token in any spelling, and whatever sensitive
+// names carry), and the connector's logger is wrapped in a
+// RedactingHandler that knows every key and token the connector has seen.
+// An Error's Err is a sanitized copy of the underlying error: every link
+// redacted and unwrapping only to the next redacted link, never to an
+// original that may spell out a key (Temporal's failure converter follows
+// Unwrap into the workflow history); errors.Is still sees the original.
+//
+// # Redirects
+//
+// The HTTP client follows no redirect; Base.Do decides. A redirect to
+// another host or port, from https to plain http, to a Location that is
+// not an http(s) URL, beyond five hops, or turning a POST into a GET is
+// refused as BadRequest (Code the status; the message names the status
+// and the target host, never its path or query), so that KIS's appkey and
+// appsecret headers and token request body never reach another host. A
+// same-host redirect (http to https included) is followed as a call of its
+// own: through Options.Gate and Options.Observe again.
 //
 // # Rate limiting
 //
 // Connectors do not pace calls. Options.Gate is called before every
-// outbound request (data and token calls, Call.Kind) and Options.Observe
-// after every answer with its status, headers (UPBIT Remaining-Req, see
-// upbit.ParseRemainingReq) and classified error: a global limiter plugs in
-// there.
+// outbound request (data and token calls, Call.Kind; each redirect hop)
+// and returns the permit's deadline; once the connection is ready — after
+// DNS, TCP and TLS — and just before the request is written, the deadline
+// is checked again, and a late request asks Gate for a new permit (keeping
+// its connection) instead of leaving on the stale one. Options.Observe is
+// called after every answer with an Observation: its status, its
+// classified error and the provider's own signals, parsed by its connector
+// (UPBIT Remaining-Req becomes Observation.Remaining): a global limiter
+// plugs in there without knowing any provider's headers.
 package connector

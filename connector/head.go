@@ -41,6 +41,9 @@ type Verdict struct {
 	Err *Error
 	// More reports that the provider said further pages follow.
 	More bool
+	// Remaining is what the provider said is left of its own budget, for
+	// Options.Observe (UPBIT Remaining-Req); nil when it said nothing.
+	Remaining *Remaining
 }
 
 // Fail returns a Verdict failing with an Error of class c.

@@ -63,17 +63,59 @@ func FuzzRedactURL(f *testing.F) {
 	f.Add("%%%?&&==#", "====")
 	f.Fuzz(func(t *testing.T, u, secret string) {
 		out := RedactURL(u, secret)
-		// Every sensitive parameter of the output's query reads REDACTED.
+		// Every sensitive parameter with a value in the output's query
+		// ('&' or ';' separated) reads REDACTED.
 		noFrag, _, _ := strings.Cut(out, "#")
 		_, q, ok := strings.Cut(noFrag, "?")
 		if !ok {
 			return
 		}
-		for part := range strings.SplitSeq(q, "&") {
+		if _, err := url.Parse(u); err != nil {
+			return // redacted as text, by its own delimiters
+		}
+		for part := range strings.SplitSeq(strings.ReplaceAll(q, ";", "&"), "&") {
 			name, value, _ := strings.Cut(part, "=")
-			if n, err := url.QueryUnescape(name); err == nil && SensitiveParam(n) && value != Redacted {
+			if n, err := url.QueryUnescape(name); err == nil && SensitiveParam(n) && value != "" && value != Redacted {
 				t.Errorf("RedactURL(%q) = %q: %s not redacted", u, out, n)
 			}
 		}
 	})
+}
+
+// TestRedactSpellings: the data.go.kr-shaped key (+ / =) is redacted in
+// the spellings an echoing provider or a log produces, and sensitive
+// parameters are found behind ';' and encoded names.
+func TestRedactSpellings(t *testing.T) {
+	key := "Ab+Cd/Ef==Gh+Ij/Kl0123456789mnopQRSTuvwxyzABCDEFGHIJ+/KLMNOP=="
+	var sec Secrets
+	sec.Add(key)
+	lower := strings.NewReplacer("%2B", "%2b", "%2F", "%2f", "%3D", "%3d").Replace(url.QueryEscape(key))
+	for name, text := range map[string]string{
+		"lower-case escapes":    "echo " + lower + " end",
+		"double encoding":       "echo " + url.QueryEscape(url.QueryEscape(key)) + " end",
+		"plus as space":         "echo " + strings.ReplaceAll(key, "+", " ") + " end",
+		"JSON-escaped slashes":  `{"msg":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`,
+		"JSON \\u escapes":      `{"msg":"` + strings.NewReplacer("+", `\u002b`, "/", `\u002f`).Replace(key) + `"}`,
+		"cut snippet":           "echo " + key[:30] + "…",
+		"HTML-escaped":          "<p>" + strings.ReplaceAll(key, "+", "&#43;") + "</p>",
+		"query-escaped lowered": "GET /x?serviceKey=" + lower + "&pageNo=1",
+	} {
+		got := sec.Redact(text)
+		if !strings.Contains(got, Redacted) {
+			t.Errorf("%s: nothing redacted in %q", name, got)
+		}
+		for _, run := range []string{"Kl0123456789mnop", "KLMNOP", "Ij/Kl", "Ab+Cd"} {
+			if strings.Contains(got, run) {
+				t.Errorf("%s: %q left in %q", name, run, got)
+			}
+		}
+	}
+	for in, want := range map[string]string{
+		"http://h/p?a=1;serviceKey=whatever;b=2": "http://h/p?a=1;serviceKey=REDACTED;b=2",
+		"http://h/p?api%5Fkey=whatever&b=2":      "http://h/p?api%5Fkey=REDACTED&b=2",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

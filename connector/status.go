@@ -8,21 +8,31 @@ import (
 	"time"
 )
 
+// MaxWait caps every wait a provider asks for (a Retry-After, a block time
+// in a message): an HTTP date or a number far in the future must not
+// freeze a scope for years. A provider still blocking after it answers
+// again, and the wait starts over.
+const MaxWait = time.Hour
+
 // RetryAfter parses a Retry-After header (delay seconds or an HTTP date)
-// relative to now. It reports false when the header is absent or unusable.
+// relative to now, capped at MaxWait. It reports false when the header is
+// absent or unusable (negative, not a number nor a date).
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 || secs > 7*24*3600 {
+		if secs < 0 || secs != secs {
 			return 0, false
+		}
+		if secs >= MaxWait.Seconds() {
+			return MaxWait, true
 		}
 		return time.Duration(secs * float64(time.Second)), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
+		return min(max(t.Sub(now), 0), MaxWait), true
 	}
 	return 0, false
 }

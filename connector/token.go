@@ -53,9 +53,10 @@ func (t Token) LogValue() slog.Value {
 // the lock to find a usable token cheaply, and, when it needs a new one,
 // WithLock → Load → (issue) → Save, so that exactly one holder of the lock
 // issues and the others find its token. The file store
-// (connector/tokenstore) serves one machine; a store on the object store or
-// held by Temporal (encrypted) can replace it without touching the
-// connector.
+// (connector/tokenstore) serves one machine; the token keepers
+// (package tokenkeeper: a Temporal workflow per key, payloads sealed)
+// serve every machine sharing a Temporal namespace, and replace it
+// without touching the connector.
 type TokenStore interface {
 	// Load returns the stored token for key; ok is false when none is
 	// stored. A store must never return a torn write.

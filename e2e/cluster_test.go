@@ -55,6 +55,12 @@ type clusterOptions struct {
 	registryDir string
 	registry    *registry.Registry
 	rateScale   int
+	// ownDirs gives every worker a data directory of its own, as workers
+	// on separate machines have (their local lakes differ too).
+	ownDirs bool
+	// workerArgs and workerEnv are added to every worker's command line
+	// and environment.
+	workerArgs, workerEnv []string
 }
 
 // cluster is one test's Sluice: a namespace and task queue on the shared
@@ -70,6 +76,7 @@ type cluster struct {
 	s3       *versitygw.Server
 	requests *requestLog // when the simulator answered each dataset
 	metrics  bool
+	opts     clusterOptions
 	workers  []*workerProc
 	regDir   string // --registry of the workers; "" for the default
 	scale    int    // the rate scale of the simulator and the workers
@@ -82,7 +89,7 @@ var clusterSeq atomic.Int64
 func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	t.Helper()
 	env(t)
-	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, regDir: opts.registryDir, scale: rateScale}
+	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, opts: opts, regDir: opts.registryDir, scale: rateScale}
 	if opts.rateScale > 0 {
 		c.scale = opts.rateScale
 	}
@@ -167,11 +174,12 @@ func (c *cluster) registerNamespace() {
 
 // workerProc is one `sluice worker` process.
 type workerProc struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	done   chan struct{}
-	killed atomic.Bool // by the test, on purpose
+	name    string
+	dataDir string
+	cmd     *exec.Cmd
+	log     string
+	done    chan struct{}
+	killed  atomic.Bool // by the test, on purpose
 }
 
 func (w *workerProc) pid() int { return w.cmd.Process.Pid }
@@ -194,21 +202,26 @@ func (c *cluster) startWorker(n int) *workerProc {
 		// The worker logs the address it listens on at info level.
 		metricsAddr, logLevel = "127.0.0.1:0", "info"
 	}
+	dataDir := c.dataDir
+	if c.opts.ownDirs {
+		dataDir = c.t.TempDir()
+	}
 	args := []string{"worker",
 		"--temporal", temporalAddr, "--namespace", c.ns, "--task-queue", c.tq,
 		"--base-url", c.simURL, "--sim-credentials", "--rate-scale", strconv.Itoa(c.scale),
-		"--data-dir", c.dataDir, "--metrics-addr", metricsAddr, "--log-level", logLevel,
+		"--data-dir", dataDir, "--metrics-addr", metricsAddr, "--log-level", logLevel,
 	}
 	if c.regDir != "" {
 		args = append([]string{"--registry", c.regDir}, args...)
 	}
-	envv := cleanEnv()
+	args = append(args, c.opts.workerArgs...)
+	envv := append(cleanEnv(), c.opts.workerEnv...)
 	if c.s3 != nil {
 		args = append(args, "--s3-bucket", c.s3.Bucket, "--s3-endpoint", c.s3.Endpoint, "--s3-region", c.s3.Region)
 		envv = append(envv, "AWS_ACCESS_KEY_ID="+c.s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.s3.SecretKey,
 			"AWS_EC2_METADATA_DISABLED=true")
 	}
-	w := &workerProc{name: fmt.Sprintf("worker-%d", n), log: filepath.Join(c.logDir, fmt.Sprintf("worker-%d.log", n)), done: make(chan struct{})}
+	w := &workerProc{name: fmt.Sprintf("worker-%d", n), log: filepath.Join(c.logDir, fmt.Sprintf("worker-%d.log", n)), done: make(chan struct{}), dataDir: dataDir}
 	f, err := os.Create(w.log)
 	if err != nil {
 		c.t.Fatal(err)
@@ -251,6 +264,20 @@ func cleanEnv() []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// stop SIGTERMs a worker and waits for it to exit.
+func (c *cluster) stop(w *workerProc) {
+	c.t.Helper()
+	w.killed.Store(true) // its exit is expected
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		c.t.Fatalf("stopping %s: %v", w.name, err)
+	}
+	select {
+	case <-w.done:
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("%s did not stop within 30 s of SIGTERM", w.name)
+	}
 }
 
 // kill SIGKILLs a worker, as a crash would, and waits for it to be gone.

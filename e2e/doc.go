@@ -29,7 +29,11 @@
 //   - TestWatchOutage: the watch of four datasets (a test registry at rate
 //     scale 40); FRED goes down and comes back; down only after three
 //     failed probes, up after two answers, Changes with that evidence,
-//     probe calls per scope within the gate's reserve (issue 9 §4).
+//     probe calls per scope within the gate's reserve (issue 9 §4);
+//   - TestTokenSharedAcrossMachines: three workers with a data directory
+//     each (no shared filesystem) and then three fresh ones share one KIS
+//     token through the token keepers: one token request, none refused, no
+//     secret in the keeper's history or any log (issue 12 §5).
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (a one-minute

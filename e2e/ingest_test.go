@@ -198,10 +198,9 @@ func TestProviderDown(t *testing.T) {
 	c.checkLake(results, date, nil)
 }
 
-// halfRateDatasets is how many KIS datasets TestHalfRate ingests. Not all
-// 100: once KIS rejects, the backoff falls to its floor (1/64) and stays
-// there, so each dataset costs seconds (see the package report); 30 show
-// the behaviour in well under a minute.
+// halfRateDatasets is how many KIS datasets TestHalfRate ingests: enough
+// for the backoff to bite and settle (the 100-dataset figure is
+// BenchmarkKISBackoff3Workers in package worker).
 const halfRateDatasets = 30
 
 // TestHalfRate runs KIS datasets against a KIS that rejects calls above

@@ -61,7 +61,7 @@ func dynamicConfigClient(extra map[string]any) dynamicconfig.StaticClient {
 // history shard, SQLite at dbPath for both stores, archival off. The
 // frontend also serves Temporal's HTTP API (which Nexus needs) on a free
 // port.
-func serverConfig(host string, ports servicePorts, dbPath string) *config.Config {
+func serverConfig(host string, ports servicePorts, dbPath string, tlsOpts *TLS) *config.Config {
 	frontendAddr := net.JoinHostPort(host, strconv.Itoa(ports.frontend))
 	var c config.Config
 	c.Global.Membership.MaxJoinDuration = 30 * time.Second
@@ -110,16 +110,19 @@ func serverConfig(host string, ports servicePorts, dbPath string) *config.Config
 	c.NamespaceDefaults.Archival.History.State = "disabled"
 	c.NamespaceDefaults.Archival.Visibility.State = "disabled"
 	c.PublicClient.HostPort = frontendAddr
+	if tlsOpts != nil {
+		tlsOpts.apply(&c, host)
+	}
 	return &c
 }
 
 // serverOptions returns the options for temporal.NewServer.
-func serverOptions(host string, ports servicePorts, dbPath string, logger serverLogger, dynamic map[string]any) []temporal.ServerOption {
+func serverOptions(host string, ports servicePorts, dbPath string, logger serverLogger, dynamic map[string]any, tlsOpts *TLS) []temporal.ServerOption {
 	hostPort := func(port int) static.Hosts {
 		return static.SingleLocalHost(net.JoinHostPort(host, strconv.Itoa(port)))
 	}
 	return []temporal.ServerOption{
-		temporal.WithConfig(serverConfig(host, ports, dbPath)),
+		temporal.WithConfig(serverConfig(host, ports, dbPath, tlsOpts)),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
 			primitives.FrontendService: hostPort(ports.frontend),

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,6 +63,13 @@ type Options struct {
 	LogLevel string
 	// Logger receives the server's logs; default slog.Default().
 	Logger *slog.Logger
+	// TLS, when set, serves the frontend over TLS (mutual TLS with
+	// TLS.ClientCAFile).
+	TLS *TLS
+	// CodecEndpoint, when set, is the remote codec endpoint the Web UI
+	// sends payloads to for decoding (such as http://127.0.0.1:8234, a
+	// `sluice codec serve`); the UI calls it from the browser.
+	CodecEndpoint string
 	// DynamicConfig sets extra Temporal dynamic config values (key to value,
 	// for every namespace and task queue), overriding this package's
 	// defaults. Values must have the types the server expects: int (not
@@ -83,6 +91,8 @@ type resolved struct {
 	level        slog.Level
 	logger       *slog.Logger
 	dynamic      map[string]any
+	tls          *TLS
+	codec        string
 }
 
 // resolve applies defaults to o and checks every field.
@@ -152,6 +162,20 @@ func (o Options) resolve() (resolved, error) {
 		r.logger = slog.Default()
 	}
 	r.dynamic = maps.Clone(o.DynamicConfig)
+	if o.TLS != nil {
+		t := *o.TLS
+		if err := t.validate(); err != nil {
+			return r, fmt.Errorf("embedded options: %w", err)
+		}
+		r.tls = &t
+	}
+	if o.CodecEndpoint != "" {
+		u, err := url.Parse(o.CodecEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return r, fmt.Errorf("embedded options: CodecEndpoint %q is not an http(s) URL", o.CodecEndpoint)
+		}
+		r.codec = strings.TrimRight(o.CodecEndpoint, "/")
+	}
 	return r, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -77,7 +78,15 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 	level := new(slog.LevelVar)
 	level.Set(r.level)
 	logger := slog.New(levelHandler{level: level, next: r.logger.Handler()}).With("component", "temporal")
-	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, r.dbPath, serverLogger{log: logger}, r.dynamic)...)
+	creds := insecure.NewCredentials()
+	if r.tls != nil {
+		cfg, err := r.tls.clientConfig(r.frontendHost)
+		if err != nil {
+			return nil, fmt.Errorf("building the TLS client configuration: %w", err)
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, r.dbPath, serverLogger{log: logger}, r.dynamic, r.tls)...)
 	if err != nil {
 		return nil, fmt.Errorf("building Temporal server: %w", err)
 	}
@@ -93,18 +102,18 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("starting Temporal server: %w", err)
 	}
-	if err := waitNamespace(ctx, s.frontendHost, r.namespace); err != nil {
+	if err := waitNamespace(ctx, s.frontendHost, r.namespace, creds); err != nil {
 		_ = s.stopServers()
 		return nil, err
 	}
 	if r.uiEnabled {
-		if s.ui, err = startUI(ctx, r.uiHost, r.uiPort, s.frontendHost, r.namespace); err != nil {
+		if s.ui, err = startUI(ctx, r, s.frontendHost); err != nil {
 			_ = s.stopServers()
 			return nil, fmt.Errorf("starting Temporal Web UI: %w", err)
 		}
 	}
 	r.logger.Info("embedded Temporal server started",
-		"frontend", s.frontendHost, "ui", s.UIURL(), "namespace", r.namespace,
+		"frontend", s.frontendHost, "tls", r.tls != nil, "ui", s.UIURL(), "namespace", r.namespace,
 		"database", r.dbPath, "took", time.Since(began).Round(time.Millisecond))
 	return s, nil
 }
@@ -114,10 +123,10 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 const namespaceWait = time.Minute
 
 // waitNamespace polls the frontend until it describes namespace.
-func waitNamespace(ctx context.Context, hostPort, namespace string) error {
+func waitNamespace(ctx context.Context, hostPort, namespace string, creds credentials.TransportCredentials) error {
 	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
 	defer cancel()
-	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal frontend %s: %w", hostPort, err)
 	}

@@ -20,24 +20,26 @@ type webUI struct {
 	done   chan error
 }
 
-// startUI starts the Web UI on host:port, proxying to the frontend at
-// frontendHostPort, and waits until it answers its health check.
+// startUI starts the Web UI on r's UI address, proxying to the frontend at
+// frontendHostPort (over TLS when r has it), and waits until it answers
+// its health check.
 //
 // The UI server binds its port itself and, should binding fail, logs a fatal
 // error and exits the process. startUI therefore checks the port is free
 // just before starting it; the remaining window for another process to take
 // the port is a few microseconds.
-func startUI(ctx context.Context, host string, port int, frontendHostPort, namespace string) (*webUI, error) {
-	port, err := resolvePort(host, port)
+func startUI(ctx context.Context, r resolved, frontendHostPort string) (*webUI, error) {
+	host := r.uiHost
+	port, err := resolvePort(host, r.uiPort)
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	srv := uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+	cfg := &uiconfig.Config{
 		Host:                host,
 		Port:                port,
 		TemporalGRPCAddress: frontendHostPort,
 		EnableUI:            true,
-		DefaultNamespace:    namespace,
+		DefaultNamespace:    r.namespace,
 		// The machine may have no internet access; the UI must not try it.
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
@@ -45,7 +47,19 @@ func startUI(ctx context.Context, host string, port int, frontendHostPort, names
 		CORS:         uiconfig.CORS{CookieInsecure: true},
 		HideLogs:     true,
 		Distribution: "sluice",
-	}))
+	}
+	if r.codec != "" {
+		cfg.Codec.Endpoint = r.codec
+	}
+	if t := r.tls; t != nil {
+		cfg.TLS.CaFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = t.CAFile, t.ClientCertFile, t.ClientKeyFile
+		cfg.TLS.ServerName = t.ServerName
+		if cfg.TLS.ServerName == "" {
+			cfg.TLS.ServerName = r.frontendHost
+		}
+		cfg.TLS.EnableHostVerification = true
+	}
+	srv := uiserver.NewServer(uioptions.WithConfigProvider(cfg))
 	ui := &webUI{
 		server: srv,
 		url:    "http://" + net.JoinHostPort(host, strconv.Itoa(port)),

@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,15 @@ type Metrics struct {
 	BackoffFactor *prometheus.GaugeVec     // scope
 	Events        *prometheus.CounterVec   // kind
 	Remaining     *prometheus.GaugeVec     // provider, group
+
+	groupsMu sync.Mutex
+	groups   map[string]map[string]bool // provider → groups seen
 }
+
+// MaxGroups bounds the distinct group labels of Remaining per provider,
+// "other" included: groups beyond it are reported as "other", whatever a
+// provider sends.
+const MaxGroups = 16
 
 // New registers Sluice's collectors and the Go runtime's on a new registry.
 func New() *Metrics {
@@ -109,10 +118,27 @@ func (m *Metrics) Backoff(scope string, factor float64) {
 }
 
 // RemainingRequests records what a provider says is left of its window.
+// The connector reports groups from a fixed list; as a second bound, at
+// most MaxGroups distinct groups per provider get their own label.
 func (m *Metrics) RemainingRequests(provider, group string, n int) {
-	if m != nil {
-		m.Remaining.WithLabelValues(provider, group).Set(float64(n))
+	if m == nil {
+		return
 	}
+	m.groupsMu.Lock()
+	if m.groups == nil {
+		m.groups = map[string]map[string]bool{}
+	}
+	seen := m.groups[provider]
+	if seen == nil {
+		seen = map[string]bool{}
+		m.groups[provider] = seen
+	}
+	if !seen[group] && group != "other" && len(seen) >= MaxGroups-1 {
+		group = "other"
+	}
+	seen[group] = true
+	m.groupsMu.Unlock()
+	m.Remaining.WithLabelValues(provider, group).Set(float64(n))
 }
 
 // Event counts an operational event.

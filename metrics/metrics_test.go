@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -38,6 +39,28 @@ func TestHandlerServesSluiceMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestRemainingGroupsAreBounded: however many group names a provider
+// sends, Remaining gets at most MaxGroups labels per provider.
+func TestRemainingGroupsAreBounded(t *testing.T) {
+	m := New()
+	for i := range 1000 {
+		m.RemainingRequests("upbit", fmt.Sprintf("group-%d", i), i)
+	}
+	m.RemainingRequests("fred", "x", 1)
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_provider_remaining_requests" {
+			continue
+		}
+		if n := len(mf.GetMetric()); n != MaxGroups+1 {
+			t.Errorf("%d remaining-requests series, want %d (upbit) + 1 (fred)", n, MaxGroups)
 		}
 	}
 }

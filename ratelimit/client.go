@@ -9,13 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 )
-
-// maxTolerance bounds how far a client widens its tolerance to slow round
-// trips.
-const maxTolerance = 2 * time.Second
 
 // ErrLate means a permit's send window passed before the caller could use
 // it (the process stalled): the caller must acquire again, never send.
@@ -33,10 +30,31 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("scope %s: daily quota of %d calls exhausted until %s", e.Scope, e.Quota, e.ResetAt.Format(time.RFC3339))
 }
 
+// longWait is the longest a client holds a caller for a slot beyond
+// MaxAhead (a paused scope, a backlog); past it Acquire returns a
+// *WaitError and the caller retries later (an activity through
+// Temporal's durable retry, not a sleeping worker slot).
+const longWait = time.Minute
+
+// WaitError is returned by Acquire when the scope's next slot is more
+// than a minute away (the scope is paused after a provider's Retry-After
+// or block, or its backlog is long): try again after Wait.
+type WaitError struct {
+	Scope string
+	Wait  time.Duration
+}
+
+// Error says which scope is held back and for how long.
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("scope %s: no slot for %s (held back after the provider's wait, or a long backlog)", e.Scope, e.Wait.Round(time.Second))
+}
+
 // Permit allows one call to a scope instance. The call must be sent at or
-// after SendAt and no later than Deadline; Wait sleeps until then.
+// after SendAt and no later than Deadline; Wait sleeps until then. A permit
+// not used is given back with Client.Release.
 type Permit struct {
 	Scope    string
+	GrantID  uint64
 	SendAt   time.Time // local clock
 	Deadline time.Time // local clock
 }
@@ -46,24 +64,8 @@ type Permit struct {
 // the context's error. tick, if not nil, is called about every second while
 // waiting (activities heartbeat from it).
 func (p Permit) Wait(ctx context.Context, tick func()) error {
-	for {
-		d := time.Until(p.SendAt)
-		if d <= 0 {
-			break
-		}
-		if tick != nil && d > time.Second {
-			d = time.Second
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		if tick != nil {
-			tick()
-		}
+	if err := sleepUntil(ctx, p.SendAt, tick); err != nil {
+		return err
 	}
 	if time.Now().After(p.Deadline) {
 		return ErrLate
@@ -71,17 +73,41 @@ func (p Permit) Wait(ctx context.Context, tick func()) error {
 	return nil
 }
 
+// sleepUntil sleeps until t (local clock), calling tick about every second.
+func sleepUntil(ctx context.Context, t time.Time, tick func()) error {
+	for {
+		d := time.Until(t)
+		if d <= 0 {
+			return nil
+		}
+		if tick != nil && d > time.Second {
+			d = time.Second
+		}
+		tm := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return ctx.Err()
+		case <-tm.C:
+		}
+		if tick != nil {
+			tick()
+		}
+	}
+}
+
 // Client asks the limiter workflows for permits on behalf of one process.
 // Concurrent Acquire calls for one scope are batched into a single acquire
 // update in flight per scope per process, so that a fan-out of hundreds of
-// activities costs the limiter a handful of updates. Safe for concurrent
+// activities costs the limiter a handful of updates. When a limiter run
+// says it must first recover the state of the run before it, the client
+// reads that state and hands it over (see recover.go). Safe for concurrent
 // use; the zero value is not usable: call NewClient.
 type Client struct {
 	tc        client.Client
 	taskQueue string
 	caller    string
 	log       *slog.Logger
-	recovery  time.Duration
 
 	mu     sync.Mutex
 	scopes map[string]*batcher
@@ -92,19 +118,18 @@ type Client struct {
 
 // ClientStats counts what a client did, for metrics and benchmarks.
 type ClientStats struct {
-	Updates   int64         // acquire updates sent
-	Granted   int64         // permits handed out
-	LateBatch int64         // batches discarded because the round trip exceeded the tolerance
-	MaxRTT    time.Duration // slowest acquire round trip
+	Updates    int64         // acquire updates sent
+	Granted    int64         // permits handed out
+	Released   int64         // grants given back (late answers, unused permits)
+	LateBatch  int64         // batches discarded because the round trip exceeded the tolerance
+	Recoveries int64         // recover updates sent
+	MaxRTT     time.Duration // slowest acquire round trip
 }
 
 // ClientOptions configure a Client.
 type ClientOptions struct {
 	TaskQueue string // where limiter workflows run
-	// RecoveryStep is the backoff recovery step given to new limiters
-	// (0: DefaultRecoveryStep).
-	RecoveryStep time.Duration
-	Logger       *slog.Logger
+	Logger    *slog.Logger
 }
 
 // NewClient returns a limiter client over a Temporal client.
@@ -115,10 +140,14 @@ func NewClient(tc client.Client, opts ClientOptions) *Client {
 	}
 	host, _ := os.Hostname()
 	return &Client{
-		tc: tc, taskQueue: opts.TaskQueue, caller: fmt.Sprintf("%s/%d", host, os.Getpid()),
-		log: log, recovery: opts.RecoveryStep, scopes: map[string]*batcher{},
+		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{},
+		caller: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
 	}
 }
+
+// Caller is the id the client sends with its requests: host, process and
+// a random part.
+func (c *Client) Caller() string { return c.caller }
 
 // Stats returns a snapshot of the client's counters.
 func (c *Client) Stats() ClientStats {
@@ -127,11 +156,27 @@ func (c *Client) Stats() ClientStats {
 	return c.stats
 }
 
+func (c *Client) count(f func(*ClientStats)) {
+	c.statsMu.Lock()
+	f(&c.stats)
+	c.statsMu.Unlock()
+}
+
+// AcquireOptions qualify one Acquire.
+type AcquireOptions struct {
+	// MaxWait is how long the permit may wait for a daily quota's reset
+	// (at most MaxAhead); past it Acquire returns a *QuotaError.
+	MaxWait time.Duration
+	// Delay asks for a permit no earlier than Delay from now (aligning
+	// the permits of several scopes).
+	Delay time.Duration
+}
+
 type waiter struct {
-	ctx     context.Context
-	limits  Limits
-	maxWait time.Duration
-	res     chan result
+	ctx    context.Context
+	limits Limits
+	opts   AcquireOptions
+	res    chan result
 }
 
 type result struct {
@@ -143,29 +188,31 @@ type batcher struct {
 	scope   string
 	pending []*waiter
 	running bool
-	// release holds grants of a late answer, given back with the next
-	// acquire.
-	release []time.Time
+	// release holds ids of grants that will not be used, given back with
+	// the next acquire.
+	release []uint64
 	// late counts consecutive answers slower than the tolerance; tol,
 	// when set, is the tolerance widened to the round trips observed.
 	late int
 	tol  time.Duration
+	// recoverMu serializes this process's recoveries of the scope (the
+	// batcher and Warm may both find the limiter recovering);
+	// recoverFailures counts failed attempts to read the last run's state.
+	recoverMu       sync.Mutex
+	recoverFailures int
 }
 
 // Acquire returns a permit for one call to the scope instance. It blocks
-// for one round trip to the limiter (batched with the process's other
-// callers), not for the permit's wait: call Permit.Wait before sending.
-func (c *Client) Acquire(ctx context.Context, scopeID string, lim Limits, maxWait time.Duration) (Permit, error) {
+// for a round trip to the limiter (batched with the process's other
+// callers), longer only when no slot fits within MaxAhead; it does not
+// wait for the permit's send time: call Permit.Wait before sending.
+func (c *Client) Acquire(ctx context.Context, scopeID string, lim Limits, opts AcquireOptions) (Permit, error) {
 	if err := lim.Validate(); err != nil {
 		return Permit{}, fmt.Errorf("acquiring permit for %s: %w", scopeID, err)
 	}
-	w := &waiter{ctx: ctx, limits: lim, maxWait: maxWait, res: make(chan result, 1)}
+	w := &waiter{ctx: ctx, limits: lim, opts: opts, res: make(chan result, 1)}
 	c.mu.Lock()
-	b := c.scopes[scopeID]
-	if b == nil {
-		b = &batcher{scope: scopeID}
-		c.scopes[scopeID] = b
-	}
+	b := c.batcher(scopeID)
 	b.pending = append(b.pending, w)
 	if !b.running {
 		b.running = true
@@ -176,120 +223,201 @@ func (c *Client) Acquire(ctx context.Context, scopeID string, lim Limits, maxWai
 	case r := <-w.res:
 		return r.permit, r.err
 	case <-ctx.Done():
+		// A permit handed out as the context ended is given back.
+		go func() {
+			if r := <-w.res; r.err == nil {
+				c.Release(r.permit)
+			}
+		}()
 		return Permit{}, ctx.Err()
 	}
+}
+
+// batcher returns the scope's batcher; c.mu must be held.
+func (c *Client) batcher(scopeID string) *batcher {
+	b := c.scopes[scopeID]
+	if b == nil {
+		b = &batcher{scope: scopeID}
+		c.scopes[scopeID] = b
+	}
+	return b
+}
+
+// Release gives permits that will not be used back to their scopes'
+// ledgers, with the next acquire of each scope from this process. A
+// permit released twice, or already expired, is harmless.
+func (c *Client) Release(permits ...Permit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range permits {
+		if p.GrantID != 0 {
+			b := c.batcher(p.Scope)
+			b.release = append(b.release, p.GrantID)
+		}
+	}
+}
+
+// take removes from the pending waiters the next batch: live waiters with
+// the same Delay as the first, at most MaxBatch.
+func (c *Client) take(b *batcher) []*waiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var batch []*waiter
+	rest := b.pending[:0]
+	for _, w := range b.pending {
+		switch {
+		case w.ctx.Err() != nil:
+			// Gone: its caller already returned (this ends the goroutine
+			// that waits to give back a late permit).
+			w.res <- result{err: w.ctx.Err()}
+		case len(batch) < MaxBatch && (len(batch) == 0 || w.opts.Delay == batch[0].opts.Delay):
+			batch = append(batch, w)
+		default:
+			rest = append(rest, w)
+		}
+	}
+	b.pending = rest
+	if len(batch) == 0 {
+		b.running = false
+	}
+	return batch
 }
 
 // run serves a scope's pending waiters, one acquire update at a time.
 func (c *Client) run(b *batcher) {
 	backoff := 50 * time.Millisecond
 	for {
-		c.mu.Lock()
-		var batch []*waiter
-		rest := b.pending[:0]
-		for _, w := range b.pending {
-			switch {
-			case w.ctx.Err() != nil:
-				// Gone: its caller already returned.
-			case len(batch) < MaxBatch:
-				batch = append(batch, w)
-			default:
-				rest = append(rest, w)
-			}
-		}
-		b.pending = rest
+		batch := c.take(b)
 		if len(batch) == 0 {
-			b.running = false
-			c.mu.Unlock()
 			return
 		}
-		c.mu.Unlock()
-
-		lim, maxWait := batch[0].limits, batch[0].maxWait
+		lim, maxWait := batch[0].limits, batch[0].opts.MaxWait
 		for _, w := range batch[1:] {
 			lim = Stricter(lim, w.limits)
-			maxWait = min(maxWait, w.maxWait)
+			maxWait = min(maxWait, w.opts.MaxWait)
 		}
 		lim.Tolerance = max(lim.Tolerance, b.tol)
-		sent := time.Now()
+		c.mu.Lock()
 		release := b.release
 		b.release = nil
-		resp, err := c.acquire(b.scope, lim, len(batch), maxWait, release)
+		c.mu.Unlock()
+		req := AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
+			Release: release, Caller: c.caller}
+		sent := time.Now()
+		resp, err := c.acquire(b.scope, lim, req)
 		received := time.Now()
 		rtt := received.Sub(sent)
-		c.statsMu.Lock()
-		c.stats.Updates++
-		c.stats.MaxRTT = max(c.stats.MaxRTT, rtt)
-		c.statsMu.Unlock()
-		if err != nil {
-			c.log.Warn("limiter update failed; retrying", "scope", b.scope, "err", err, "backoff", backoff)
-			// Whether the update was applied is unknown; releasing grants
-			// that may already be gone is harmless.
-			b.release = release
+		c.count(func(s *ClientStats) { s.Updates++; s.MaxRTT = max(s.MaxRTT, rtt) })
+		if err != nil || resp.Recover {
+			// Whether the update was applied is unknown (or the limiter
+			// ignored it while recovering): the releases go again, which
+			// is harmless — they name grant ids.
+			c.unrelease(b, release)
 			c.requeue(b, batch)
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 5*time.Second)
+			if err == nil {
+				err = c.recoverScope(b, resp.RunID)
+			}
+			if err != nil {
+				c.log.Warn("limiter update failed; retrying", "scope", b.scope, "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				backoff = min(2*backoff, 5*time.Second)
+			}
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		if rtt <= lim.Tolerance {
-			b.late = 0
-		}
-		if rtt > lim.Tolerance {
-			// Round trips this slow, again and again, would never yield a
-			// usable grant: widen this process's tolerance to twice the
-			// round trip (grants are spaced further apart, never closer).
-			b.late++
-			if b.late >= 3 && b.tol < maxTolerance {
-				b.tol = min(2*rtt, maxTolerance)
-				c.log.Warn("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
-					"rtt", rtt, "tolerance", lim.Tolerance, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
-				b.late = 0
-			}
-			// A grant may be used only within [grant, grant+tolerance];
-			// this answer took longer, so the calls could land late. The
-			// slots are wasted, never risked.
-			c.statsMu.Lock()
-			c.stats.LateBatch++
-			c.statsMu.Unlock()
-			c.log.Debug("limiter answer slower than tolerance; releasing its grants and asking again", "scope", b.scope, "rtt", rtt, "tolerance", lim.Tolerance)
-			b.release = append(b.release, resp.Grants...)
+		c.count(func(s *ClientStats) { s.Released += int64(len(release)) })
+		if rtt > lim.Tolerance && len(resp.Grants) > 0 {
+			c.lateAnswer(b, rtt, lim, resp)
 			c.requeue(b, batch)
 			continue
 		}
-		// Count before handing out, so a caller that reads Stats after
-		// its permit sees it counted.
-		c.statsMu.Lock()
-		c.stats.Granted += int64(min(len(batch), len(resp.Waits)))
-		c.statsMu.Unlock()
-		slack := lim.Tolerance - rtt
-		var again []*waiter
-		for i, w := range batch {
-			if i >= len(resp.Waits) && resp.Quota == nil {
-				// Held back by the horizon: next round.
-				again = append(again, w)
-				continue
-			}
-			if i >= len(resp.Waits) {
-				q := resp.Quota
-				if q == nil {
-					q = &QuotaExhausted{}
-				}
-				w.res <- result{err: &QuotaError{Scope: b.scope, QuotaExhausted: *q}}
-				continue
-			}
-			at := received.Add(resp.Waits[i])
-			w.res <- result{permit: Permit{Scope: b.scope, SendAt: at, Deadline: at.Add(slack)}}
+		if rtt <= lim.Tolerance {
+			b.late = 0
 		}
-		if len(again) > 0 {
-			c.requeue(b, again)
+		if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > longWait {
+			for _, w := range batch {
+				w.res <- result{err: &WaitError{Scope: b.scope, Wait: resp.RetryIn}}
+			}
+			continue
+		}
+		c.deliver(b, batch, resp, received, lim.Tolerance-rtt)
+		if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > 0 {
+			// No slot within MaxAhead: the waiters wait here, not in the
+			// ledger.
+			time.Sleep(min(resp.RetryIn, 30*time.Second))
 		}
 	}
 }
 
-// Warm starts a scope's limiter if it is not running, so that the first
-// acquire does not pay for the workflow's start.
+// lateAnswer handles an answer that took longer than the tolerance: its
+// grants could be used late, so they are given back and asked for again.
+// Round trips this slow, again and again, would never yield a usable
+// grant: after three, the process widens its tolerance to twice the round
+// trip (grants are spaced further apart, never closer).
+func (c *Client) lateAnswer(b *batcher, rtt time.Duration, lim Limits, resp AcquireResponse) {
+	b.late++
+	if b.late >= 3 && b.tol < maxTolerance {
+		b.tol = min(2*rtt, maxTolerance)
+		c.log.Warn("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
+			"rtt", rtt, "tolerance", lim.Tolerance, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
+		b.late = 0
+	}
+	c.count(func(s *ClientStats) { s.LateBatch++ })
+	c.log.Debug("limiter answer slower than tolerance; releasing its grants and asking again", "scope", b.scope, "rtt", rtt, "tolerance", lim.Tolerance)
+	ids := make([]uint64, len(resp.Grants))
+	for i, g := range resp.Grants {
+		ids[i] = g.ID
+	}
+	c.unrelease(b, ids)
+}
+
+// deliver hands the answer's grants to the batch's waiters in order; the
+// rest get the quota error, or wait for the next round.
+func (c *Client) deliver(b *batcher, batch []*waiter, resp AcquireResponse, received time.Time, slack time.Duration) {
+	// Count before handing out, so a caller that reads Stats after its
+	// permit sees it counted.
+	n := min(len(batch), len(resp.Grants), len(resp.Waits))
+	c.count(func(s *ClientStats) { s.Granted += int64(n) })
+	var again []*waiter
+	for i, w := range batch {
+		switch {
+		case i < n:
+			at := received.Add(resp.Waits[i])
+			w.res <- result{permit: Permit{Scope: b.scope, GrantID: resp.Grants[i].ID, SendAt: at, Deadline: at.Add(slack)}}
+		case resp.Quota != nil:
+			w.res <- result{err: &QuotaError{Scope: b.scope, QuotaExhausted: *resp.Quota}}
+		default:
+			// Held back by the horizon or MaxAhead: next round.
+			again = append(again, w)
+		}
+	}
+	if len(again) > 0 {
+		c.requeue(b, again)
+	}
+}
+
+func (c *Client) unrelease(b *batcher, ids []uint64) {
+	if len(ids) == 0 {
+		return
+	}
+	c.mu.Lock()
+	b.release = append(b.release, ids...)
+	c.mu.Unlock()
+}
+
+func (c *Client) requeue(b *batcher, batch []*waiter) {
+	c.mu.Lock()
+	b.pending = append(batch, b.pending...)
+	c.mu.Unlock()
+}
+
+// Warm starts a scope's limiter if it is not running, and has it recover
+// the state of the run before it if it must, so that the first acquire
+// pays for neither.
 func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
+	if err := lim.Validate(); err != nil {
+		return fmt.Errorf("warming limiter %s: %w", scopeID, err)
+	}
 	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: c.startOp(scopeID, lim),
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -305,13 +433,15 @@ func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
 	if err := h.Get(ctx, &s); err != nil {
 		return fmt.Errorf("warming limiter %s: %w", scopeID, err)
 	}
+	if s.Recovering {
+		c.mu.Lock()
+		b := c.batcher(scopeID)
+		c.mu.Unlock()
+		if err := c.recoverScope(b, s.RunID); err != nil {
+			return fmt.Errorf("warming limiter %s: %w", scopeID, err)
+		}
+	}
 	return nil
-}
-
-func (c *Client) requeue(b *batcher, batch []*waiter) {
-	c.mu.Lock()
-	b.pending = append(batch, b.pending...)
-	c.mu.Unlock()
 }
 
 func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOperation {
@@ -320,63 +450,78 @@ func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOpe
 		TaskQueue:                c.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, LimiterInput{ScopeID: scopeID, Limits: lim, RecoveryStep: c.recovery})
+	}, WorkflowName, LimiterInput{ScopeID: scopeID, Protocol: LimiterProtocol, Limits: lim})
 }
 
-func (c *Client) acquire(scopeID string, lim Limits, n int, maxWait time.Duration, release []time.Time) (AcquireResponse, error) {
+func (c *Client) acquire(scopeID string, lim Limits, req AcquireRequest) (AcquireResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var resp AcquireResponse
+	if err := c.updateWithStart(ctx, scopeID, lim, AcquireUpdate, req, &resp); err != nil {
+		return AcquireResponse{}, fmt.Errorf("acquiring %d permits for %s: %w", req.N, scopeID, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) updateWithStart(ctx context.Context, scopeID string, lim Limits, name string, arg, out any) error {
 	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: c.startOp(scopeID, lim),
 		UpdateOptions: client.UpdateWorkflowOptions{
 			WorkflowID:   WorkflowID(scopeID),
-			UpdateName:   AcquireUpdate,
-			Args:         []any{AcquireRequest{N: n, Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Release: release, Caller: c.caller}},
+			UpdateName:   name,
+			Args:         []any{arg},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
 	if err != nil {
-		return AcquireResponse{}, fmt.Errorf("acquiring %d permits for %s: %w", n, scopeID, err)
+		return err
 	}
-	var resp AcquireResponse
-	if err := h.Get(ctx, &resp); err != nil {
-		return AcquireResponse{}, fmt.Errorf("acquiring %d permits for %s: %w", n, scopeID, err)
-	}
-	return resp, nil
+	return h.Get(ctx, out)
 }
 
 // Penalize tells a scope's limiter that the provider answered with its
-// rate-limit error: the limiter halves the scope's rate at once and waits
-// retryAfter before the next grant. It returns the factors before and after.
-func (c *Client) Penalize(ctx context.Context, scopeID string, lim Limits, retryAfter time.Duration, reason string) (PenalizeResponse, error) {
-	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: c.startOp(scopeID, lim),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   WorkflowID(scopeID),
-			UpdateName:   PenalizeUpdate,
-			Args:         []any{PenalizeRequest{RetryAfter: retryAfter, Reason: reason, Caller: c.caller}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	if err != nil {
-		return PenalizeResponse{}, fmt.Errorf("penalizing %s: %w", scopeID, err)
-	}
+// rate-limit error: a confirmed rejection lowers the scope's rate and
+// holds grants back for the provider's wait (see Ledger.Penalize).
+func (c *Client) Penalize(ctx context.Context, scopeID string, lim Limits, req PenalizeRequest) (PenalizeResponse, error) {
+	req.Caller = c.caller
 	var resp PenalizeResponse
-	if err := h.Get(ctx, &resp); err != nil {
+	if err := c.updateWithStart(ctx, scopeID, lim, PenalizeUpdate, req, &resp); err != nil {
 		return PenalizeResponse{}, fmt.Errorf("penalizing %s: %w", scopeID, err)
 	}
 	return resp, nil
 }
 
-// State queries a scope's limiter.
+// Reconfigure sets a scope's operator limits (nil clears them) through
+// the reconfigure update, starting the limiter if needed; the ledger keeps
+// its history and day counts.
+func (c *Client) Reconfigure(ctx context.Context, scopeID string, lim *Limits, reason string) (State, error) {
+	start := Limits{Tolerance: DefaultTolerance}
+	if lim != nil {
+		if err := lim.Validate(); err != nil {
+			return State{}, fmt.Errorf("reconfiguring %s: %w", scopeID, err)
+		}
+		start = *lim
+	}
+	var s State
+	if err := c.updateWithStart(ctx, scopeID, start, ReconfigureUpdate, ReconfigureRequest{Limits: lim, Reason: reason, Caller: c.caller}, &s); err != nil {
+		return State{}, fmt.Errorf("reconfiguring %s: %w", scopeID, err)
+	}
+	return s, nil
+}
+
+// State queries a scope's limiter (its current run).
 func (c *Client) State(ctx context.Context, scopeID string) (State, error) {
-	v, err := c.tc.QueryWorkflow(ctx, WorkflowID(scopeID), "", StateQuery)
+	return c.stateOf(ctx, WorkflowID(scopeID), "")
+}
+
+func (c *Client) stateOf(ctx context.Context, workflowID, runID string) (State, error) {
+	v, err := c.tc.QueryWorkflow(ctx, workflowID, runID, StateQuery)
 	if err != nil {
-		return State{}, fmt.Errorf("querying limiter %s: %w", scopeID, err)
+		return State{}, fmt.Errorf("querying limiter %s: %w", workflowID, err)
 	}
 	var s State
 	if err := v.Get(&s); err != nil {
-		return State{}, fmt.Errorf("decoding limiter %s state: %w", scopeID, err)
+		return State{}, fmt.Errorf("decoding limiter %s state: %w", workflowID, err)
 	}
 	return s, nil
 }

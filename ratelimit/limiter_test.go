@@ -13,13 +13,20 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
-	"github.com/sluicehq/sluice/workflows"
 )
 
 // startTemporal runs a real embedded Temporal server and a worker hosting
 // the limiter workflow; it returns a client.
 func startTemporal(t testing.TB) client.Client {
+	t.Helper()
+	tc, _ := startServer(t)
+	return tc
+}
+
+// startServer is startTemporal, returning the namespace too.
+func startServer(t testing.TB) (client.Client, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -35,12 +42,13 @@ func startTemporal(t testing.TB) client.Client {
 	}
 	t.Cleanup(tc.Close)
 	w := sdkworker.New(tc, "limiter-test", sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return tc
+	return tc, srv.Namespace()
 }
 
 // TestLimiterAcrossClients runs several limiter clients — as several
@@ -71,7 +79,7 @@ func TestLimiterAcrossClients(t *testing.T) {
 				defer wg.Done()
 				for i := 0; i < calls; i++ {
 					for {
-						p, err := lc.Acquire(ctx, "test/key", lim, time.Hour)
+						p, err := lc.Acquire(ctx, "test/key", lim, ratelimit.AcquireOptions{MaxWait: time.Hour})
 						if err != nil {
 							t.Errorf("acquire: %v", err)
 							return
@@ -121,8 +129,8 @@ func TestLimiterAcrossClients(t *testing.T) {
 		t.Errorf("ledger granted %d, but %d permits were used", st.Ledger.Granted, len(used))
 	}
 	// Penalize halves the rate and is visible in the state.
-	resp, err := lc.Penalize(ctx, "test/key", lim, 0, "test")
-	if err != nil || resp.Factor != 0.5 || resp.Previous != 1 {
+	resp, err := lc.Penalize(ctx, "test/key", lim, ratelimit.PenalizeRequest{Reason: "test"})
+	if err != nil || resp.Factor != ratelimit.DecreaseFactor || resp.Previous != 1 || !resp.Confirmed {
 		t.Fatalf("penalize = %+v, %v", resp, err)
 	}
 	if st, err = lc.State(ctx, "test/key"); err != nil || st.Ledger.Penalties != 1 {
@@ -141,7 +149,7 @@ func TestLimiterWidensToleranceToSlowRoundTrips(t *testing.T) {
 	defer cancel()
 	for range 5 {
 		for {
-			p, err := lc.Acquire(ctx, "slow/key", lim, time.Hour)
+			p, err := lc.Acquire(ctx, "slow/key", lim, ratelimit.AcquireOptions{MaxWait: time.Hour})
 			if err != nil {
 				t.Fatalf("acquire: %v (stats %+v)", err, lc.Stats())
 			}

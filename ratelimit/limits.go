@@ -45,6 +45,10 @@ type Limits struct {
 // DefaultTolerance is the default slack between a grant and the send.
 const DefaultTolerance = 50 * time.Millisecond
 
+// maxTolerance bounds how far a client widens its tolerance to slow round
+// trips, and so how late any grant may be used.
+const maxTolerance = 2 * time.Second
+
 // FromScope derives the limits of a registry scope instance. scale (≥ 1
 // for the simulator's --rate-scale; ≤ 0 means 1) multiplies every rate: it
 // divides window lengths and the minimum interval; daily quotas are not
@@ -109,6 +113,9 @@ func (l Limits) Validate() error {
 		if w.Length <= 0 || w.Count <= 0 {
 			return fmt.Errorf("invalid window %d per %s", w.Count, w.Length)
 		}
+		if w.Count > registry.MaxWindowCount {
+			return fmt.Errorf("window %d per %s: the ledger keeps one entry per call of a window, at most %d", w.Count, w.Length, registry.MaxWindowCount)
+		}
 	}
 	if l.MinInterval < 0 || l.Tolerance < 0 || l.DailyQuota < 0 {
 		return fmt.Errorf("negative limit in %+v", l)
@@ -128,6 +135,43 @@ func (l Limits) maxLog() int {
 		n = max(n, w.Count)
 	}
 	return n
+}
+
+// location is the quota's timezone (UTC when unset or unknown).
+func (l Limits) location() *time.Location {
+	if l.Timezone != "" {
+		if z, err := time.LoadLocation(l.Timezone); err == nil {
+			return z
+		}
+	}
+	return time.UTC
+}
+
+// longest is the longest window or minimum interval of the limits.
+func (l Limits) longest() time.Duration {
+	c := l.MinInterval
+	for _, w := range l.Windows {
+		c = max(c, w.Length)
+	}
+	return c
+}
+
+// increaseWindow is the window the backoff's additive increase counts:
+// the shortest window, else the minimum interval, else a second.
+func (l Limits) increaseWindow() time.Duration {
+	var w time.Duration
+	for _, win := range l.Windows {
+		if w == 0 || win.Length < w {
+			w = win.Length
+		}
+	}
+	if w == 0 {
+		w = l.MinInterval
+	}
+	if w <= 0 {
+		w = time.Second
+	}
+	return max(w, time.Millisecond)
 }
 
 // horizon is how far ahead one acquire answer may reserve beyond its first

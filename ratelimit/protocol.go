@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// The limiter workflow's name, update, query and id scheme. workflows.
-// ScopeLimiter implements them; this package names them so that the client
-// never imports the workflow code.
+// The limiter workflow's name, updates, query and id scheme.
 const (
-	// WorkflowName is the registered name of the per-scope limiter workflow.
+	// WorkflowName is the registered name of the per-scope limiter
+	// workflow (ScopeLimiter).
 	WorkflowName = "ScopeLimiter"
 	// AcquireUpdate asks for grants.
 	AcquireUpdate = "acquire"
@@ -17,6 +16,11 @@ const (
 	PenalizeUpdate = "penalize"
 	// PingUpdate starts the limiter if needed and returns its State.
 	PingUpdate = "ping"
+	// RecoverUpdate hands a new run the state of the run before it (or
+	// tells it to quarantine).
+	RecoverUpdate = "recover"
+	// ReconfigureUpdate sets or clears an operator's limits for the scope.
+	ReconfigureUpdate = "reconfigure"
 	// StateQuery returns the limiter's State.
 	StateQuery = "state"
 	// MaxBatch is the most grants one acquire update may ask for.
@@ -27,59 +31,138 @@ const (
 // limiter/kis/key. One per namespace: the singleton every worker shares.
 func WorkflowID(scopeID string) string { return "limiter/" + strings.TrimSpace(scopeID) }
 
+// LimiterProtocol is the version of the limiter protocol a client starts
+// limiters with. Version 2 recovers its state when a run starts without it;
+// a run started by a version-1 client (Protocol 0: before grant ids and
+// recovery) keeps that version's rules, so a limiter running across the
+// upgrade never drops its own grants.
+const LimiterProtocol = 2
+
 // LimiterInput starts (or continues) a scope instance's limiter.
 type LimiterInput struct {
-	ScopeID      string        `json:"scope_id"`
-	Limits       Limits        `json:"limits"`
-	RecoveryStep time.Duration `json:"recovery_step,omitempty"`
-	Ledger       Ledger        `json:"ledger"`
+	ScopeID string `json:"scope_id"`
+	// Protocol is LimiterProtocol for a limiter started by this version.
+	Protocol int `json:"protocol,omitempty"`
+	// Limits are the limits in force: the starting caller's, or, when
+	// continuing, the effective limits of the run before.
+	Limits Limits `json:"limits"`
+	Ledger Ledger `json:"ledger"`
+	// Callers are the limits each client last asked with (see State).
+	Callers []CallerLimits `json:"callers,omitempty"`
+	// Override and Epoch are the operator's limits (reconfigure).
+	Override *Limits `json:"override,omitempty"`
+	Epoch    int     `json:"epoch,omitempty"`
+	// Recovered says Ledger is this scope's state, carried across
+	// continue-as-new. A run started without it (a first start, or a start
+	// after a terminate or a cancel) recovers the last run's state before
+	// it grants anything, and so does a reset run.
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // AcquireRequest asks for N grants. Limits are the caller's view of the
-// scope's limits: the limiter applies the stricter of its own and these.
+// scope's limits: the limiter enforces the stricter of every live caller's
+// (see State.Callers). The request is a JSON object: fields added later
+// (a caller's priority, say) are ignored by older limiters and default to
+// zero in newer ones.
 type AcquireRequest struct {
 	N       int           `json:"n"`
 	Limits  Limits        `json:"limits"`
 	MaxWait time.Duration `json:"max_wait"`
-	// Horizon bounds how far ahead one answer reserves (see
-	// Ledger.Reserve); 0: no bound.
+	// Horizon bounds how far ahead one answer reserves (Ask.Horizon);
+	// 0: no bound.
 	Horizon time.Duration `json:"horizon,omitempty"`
-	// Release gives back grants of an earlier answer that arrived too late
-	// to be used (see Ledger.Release); they were never handed out.
-	Release []time.Time `json:"release,omitempty"`
-	Caller  string      `json:"caller,omitempty"`
+	// Delay holds the grants back until Delay after the limiter decides
+	// (Ask.Delay).
+	Delay time.Duration `json:"delay,omitempty"`
+	// Release gives back, by id, grants of earlier answers that will never
+	// be used (Ledger.Release). Sending an id twice is harmless.
+	Release []uint64 `json:"release_ids,omitempty"`
+	Caller  string   `json:"caller,omitempty"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
-// limiter decided (which is after the request arrived). Fewer waits than
-// asked mean the daily quota ran out: Quota says until when.
+// limiter decided (which is after the request arrived).
 type AcquireResponse struct {
 	Waits []time.Duration `json:"waits"`
-	// Grants are the same grants as limiter times, for Release.
-	Grants []time.Time     `json:"grants"`
-	Quota  *QuotaExhausted `json:"quota,omitempty"`
-	Factor float64         `json:"factor"`
+	// Grants are the same grants, with their ids for Release and
+	// Penalize.
+	Grants []Grant `json:"grants"`
+	// Quota is set when the daily quota ran out: fewer grants than asked.
+	Quota *QuotaExhausted `json:"quota,omitempty"`
+	// RetryIn is set when no grant fits within MaxAhead: ask again then.
+	RetryIn time.Duration `json:"retry_in,omitempty"`
+	Factor  float64       `json:"factor"`
+	// Recover says the limiter (run RunID) has not recovered the state of
+	// the run before it yet and grants nothing: recover it (RecoverUpdate)
+	// and ask again.
+	Recover bool   `json:"recover,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
 }
 
 // PenalizeRequest reports that the provider answered with its rate-limit
 // error although the limiter granted the call: the declaration was wrong.
 type PenalizeRequest struct {
-	RetryAfter time.Duration `json:"retry_after,omitempty"`
-	Reason     string        `json:"reason,omitempty"`
-	Caller     string        `json:"caller,omitempty"`
+	Penalty
+	Reason string `json:"reason,omitempty"`
+	Caller string `json:"caller,omitempty"`
 }
 
-// PenalizeResponse says the factor before and after the penalty.
-type PenalizeResponse struct {
-	Previous float64 `json:"previous"`
-	Factor   float64 `json:"factor"`
+// PenalizeResponse says what the penalty did.
+type PenalizeResponse = PenaltyResult
+
+// RecoverRequest hands the run ForRunID the state of the run before it.
+// A run other than ForRunID ignores it (it is a reset of that run, or a
+// later one), and so does a run that recovered already.
+type RecoverRequest struct {
+	ForRunID string `json:"for_run_id"`
+	// From is the run State was read from; empty with no State when the
+	// scope had no earlier run.
+	From  string `json:"from,omitempty"`
+	State *State `json:"state,omitempty"`
+	// Quarantine says the earlier state could not be read: the limiter
+	// grants nothing until any grant it could have given is clear
+	// (Ledger.Quarantine).
+	Quarantine bool   `json:"quarantine,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Caller     string `json:"caller,omitempty"`
 }
 
-// State is what the limiter workflow reports to a query.
+// ReconfigureRequest sets the operator's limits of a scope (Limits), or
+// clears them (nil). Limits set this way hold until cleared, and callers'
+// limits asked for before the change no longer count (their tolerance
+// does, while they live).
+type ReconfigureRequest struct {
+	Limits *Limits `json:"limits,omitempty"`
+	Reason string  `json:"reason,omitempty"`
+	Caller string  `json:"caller,omitempty"`
+}
+
+// CallerLimits are the limits one client (one worker process) last asked
+// with, and when. A client not seen for CallerTTL no longer counts.
+type CallerLimits struct {
+	Caller string    `json:"caller"`
+	Limits Limits    `json:"limits"`
+	Seen   time.Time `json:"seen"`
+	// Epoch is the reconfigure epoch the client asked in.
+	Epoch int `json:"epoch,omitempty"`
+}
+
+// State is what the limiter workflow reports to a query, and what a new
+// run recovers from the run before it.
 type State struct {
-	ScopeID string    `json:"scope_id"`
-	Limits  Limits    `json:"limits"`
-	Ledger  Ledger    `json:"ledger"`
-	Factor  float64   `json:"factor"`
-	Now     time.Time `json:"now"`
+	ScopeID string `json:"scope_id"`
+	RunID   string `json:"run_id,omitempty"`
+	// Limits are the effective limits: the stricter of every live
+	// caller's and the operator's.
+	Limits   Limits         `json:"limits"`
+	Ledger   Ledger         `json:"ledger"`
+	Callers  []CallerLimits `json:"callers,omitempty"`
+	Override *Limits        `json:"override,omitempty"`
+	Epoch    int            `json:"epoch,omitempty"`
+	// Recovering is true while the run has not recovered the run before
+	// it: it has granted nothing.
+	Recovering    bool      `json:"recovering,omitempty"`
+	RecoveredFrom string    `json:"recovered_from,omitempty"`
+	Factor        float64   `json:"factor"`
+	Now           time.Time `json:"now"`
 }

@@ -279,7 +279,13 @@ func (d *decoder) seconds(n *yaml.Node, path string) (dur time.Duration, unknown
 		d.errorf(n, path, "expected a number of seconds greater than 0 and at most 86400, got %q", n.Value)
 		return 0, false, false
 	}
-	return time.Duration(v * float64(time.Second)), false, true
+	dur = time.Duration(v * float64(time.Second))
+	if dur < MinIntervalResolution {
+		d.errorf(n, path, "%s seconds is below the limiter's resolution of %g s: it would round to no interval at all; give at least %g, or drop the field",
+			truncate(n.Value, 30), MinIntervalResolution.Seconds(), MinIntervalResolution.Seconds())
+		return 0, false, false
+	}
+	return dur, false, true
 }
 
 // maxPublicationLagDays bounds probe.publication_lag_days: two years.

@@ -74,6 +74,7 @@ func (l *loader) load() (*Registry, error) {
 	parsed := len(l.errs) == 0
 	l.crossCheck()
 	l.buildScopes()
+	l.everyDatasetScoped()
 	l.budgetGate()
 	l.collectFindings()
 	if len(l.errs) > 0 {
@@ -176,6 +177,11 @@ func windowDecoders(d *decoder, rl *RateLimit) []field {
 		fields = append(fields, field{wf.name, func(n *yaml.Node, p string) {
 			count, unknown, ok := d.countOrUnknown(n, p)
 			if !ok {
+				return
+			}
+			if wf.length < 24*time.Hour && count > MaxWindowCount {
+				d.errorf(n, p, "%s %d is more than the limiter can keep: at most %d calls per window shorter than a day (it remembers one grant per call of the window)",
+					wf.name, count, MaxWindowCount)
 				return
 			}
 			rl.Windows = append(rl.Windows, Window{Field: wf.name, Length: wf.length, Count: count, Unknown: unknown, Pos: d.pos(n, p)})
@@ -314,6 +320,10 @@ func (l *loader) rateLimits(d *decoder, pr *Provider, n *yaml.Node, path string)
 	n = deref(n)
 	if n.Kind == yaml.ScalarNode && n.Value == "unknown" {
 		pr.RateLimits = append(pr.RateLimits, &RateLimit{Scope: ScopeKey, AllUnknown: true, Pos: d.pos(n, path)})
+		return
+	}
+	if n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+		d.errorf(n, path, "provider %q declares an empty list: its datasets would be called with no permit at all; declare its limits, or write `rate_limits: unknown` so the conservative defaults apply", pr.ID)
 		return
 	}
 	seen := map[string]Pos{}

@@ -132,6 +132,30 @@ func TestLoadProblems(t *testing.T) {
 			want:      []string{`registry/providers.yaml:21: providers[1].rate_limits[0].requests_per_second: requests_per_second 5 contradicts min_interval_seconds 1: at most 1 call(s) fit in a second`},
 		},
 		{
+			name: "empty rate_limits list",
+			providers: replace(`    rate_limits:
+      - scope: key
+        requests_per_second: 5
+        requests_per_day: unknown
+        source: {url: "https://apiportal.koreainvestment.com/intro", verified_at: 2026-11-01}`, "    rate_limits: []"),
+			want: []string{"registry/providers.yaml:20: providers[1].rate_limits: provider \"kis\" declares an empty list: its datasets would be called with no permit at all; declare its limits, or write `rate_limits: unknown` so the conservative defaults apply"},
+		},
+		{
+			name:      "minimum interval that rounds to zero, alone",
+			providers: replace("requests_per_day: 5000\n        min_interval_seconds: 2", "min_interval_seconds: 1e-10"),
+			want:      []string{`registry/providers.yaml:13: providers[0].rate_limits[0].min_interval_seconds: 1e-10 seconds is below the limiter's resolution of 0.001 s: it would round to no interval at all; give at least 0.001, or drop the field`},
+		},
+		{
+			name:      "minimum interval that rounds to zero, beside a window",
+			providers: replace("min_interval_seconds: 2", "min_interval_seconds: 0.0000001"),
+			want:      []string{`registry/providers.yaml:14: providers[0].rate_limits[0].min_interval_seconds: 0.0000001 seconds is below the limiter's resolution of 0.001 s: it would round to no interval at all; give at least 0.001, or drop the field`},
+		},
+		{
+			name:      "window count no limiter can keep",
+			providers: replace("requests_per_second: 5", "requests_per_second: 2000000000"),
+			want:      []string{`registry/providers.yaml:22: providers[1].rate_limits[0].requests_per_second: requests_per_second 2000000000 is more than the limiter can keep: at most 10000 calls per window shorter than a day (it remembers one grant per call of the window)`},
+		},
+		{
 			name:      "duplicate provider id",
 			providers: replace("  - id: kis", "  - id: datago"),
 			want:      []string{`registry/providers.yaml:17: providers[1].id: duplicate provider id "datago" (first declared at registry/providers.yaml:8)`},

@@ -15,6 +15,17 @@ const (
 
 var scopeValues = []string{ScopeService, ScopeKey, ScopeIP, ScopeAccount}
 
+// MaxWindowCount is the largest count a window shorter than a day may
+// declare: the limiter keeps one grant per call of its largest window in
+// its workflow state, which Temporal bounds. (A requests_per_day quota is a
+// counter and may be larger.)
+const MaxWindowCount = 10_000
+
+// MinIntervalResolution is the smallest minimum interval the limiter
+// honours: anything shorter rounds to no interval at all against its
+// tolerance of tens of milliseconds, so it is refused rather than dropped.
+const MinIntervalResolution = time.Millisecond
+
 // Window is one "at most Count calls in any sliding window of Length"
 // limit. An unknown window (declared as `unknown`) has Count 0 until the
 // registry's defaults fill it in; Unknown stays true so it is reported.

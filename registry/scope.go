@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -109,6 +110,26 @@ func (l *loader) buildScopes() {
 		l.reg.Scopes = append(l.reg.Scopes, s)
 	}
 	sort.Slice(l.reg.Scopes, func(i, j int) bool { return l.reg.Scopes[i].ID < l.reg.Scopes[j].ID })
+}
+
+// everyDatasetScoped refuses a dataset that counts against no scope
+// instance: its calls could never wait for a permit. The checks on
+// rate_limits make this unreachable from YAML; it stays as the last line.
+func (l *loader) everyDatasetScoped() {
+	scoped := map[string]bool{}
+	for _, s := range l.reg.Scopes {
+		for _, ds := range s.Datasets {
+			scoped[ds.ID] = true
+		}
+	}
+	for _, ds := range l.reg.Datasets {
+		pr := l.reg.providers[ds.Provider]
+		if scoped[ds.ID] || pr == nil || len(pr.RateLimits) == 0 {
+			continue // the provider's own problem is reported
+		}
+		l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: ds.Pos.Line, Path: ds.Pos.Path,
+			Msg: fmt.Sprintf("dataset %q counts against no rate-limit scope: provider %s declares no limit that applies to it, so its calls could never hold a permit", ds.ID, ds.Provider)})
+	}
 }
 
 // MinInterval returns the effective minimum interval between two calls of

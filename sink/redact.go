@@ -3,27 +3,27 @@ package sink
 import (
 	"net/url"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/redact"
 )
 
 // redacted replaces secret values in URLs.
-const redacted = "REDACTED"
+const redacted = redact.Marker
 
 // maxSourceURLLen bounds the source URL kept in metadata: S3 allows 2 KB of
 // user metadata in all.
 const maxSourceURLLen = 1024
 
-// secretWords mark a query parameter as secret when its name, lower-cased
-// and stripped of '_' and '-', contains one of them (key, serviceKey,
-// api_key, token, appsecret, …).
-var secretWords = []string{"key", "token", "secret", "password", "passwd", "signature", "auth", "credential"}
-
 // RedactURL returns raw with secrets removed: the value of every query
 // parameter whose name looks secret (key, serviceKey, api_key, token,
-// appsecret, signature, …) becomes "REDACTED", user info is replaced, and
-// the fragment is dropped. Other parameters keep their exact spelling. A
-// URL that does not parse is not returned at all ("" with ok false), since
-// its secrets cannot be found. Secrets in path segments (ECOS puts its key
-// there) cannot be recognised: the caller must redact those.
+// appsecret, signature, password, …; parameters separated by '&' or ';',
+// names percent-encoded or not) becomes "REDACTED", and so does a value
+// that is itself an encoded URL holding such a parameter; user info is
+// replaced and the fragment dropped. Other parameters keep their exact
+// spelling. A URL that does not parse is not returned at all ("" with ok
+// false), since its secrets cannot be found. Secrets in path segments
+// (ECOS puts its key there) cannot be recognised by name: the caller
+// redacts those by value.
 func RedactURL(raw string) (clean string, ok bool) {
 	if raw == "" {
 		return "", true
@@ -37,30 +37,9 @@ func RedactURL(raw string) (clean string, ok bool) {
 		u.User = url.User(redacted)
 	}
 	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, p := range parts {
-			name, _, hasValue := strings.Cut(p, "=")
-			if n, err := url.QueryUnescape(name); err == nil {
-				name = n
-			}
-			if hasValue && secretName(name) {
-				parts[i] = p[:strings.IndexByte(p, '=')+1] + redacted
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
+		u.RawQuery = redact.Query(u.RawQuery)
 	}
 	return u.String(), true
-}
-
-func secretName(name string) bool {
-	n := strings.ToLower(name)
-	n = strings.NewReplacer("_", "", "-", "").Replace(n)
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // cleanSourceURL redacts and bounds a source URL for metadata, and keeps it

@@ -66,3 +66,21 @@ func FuzzRedactURL(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactURLEncodings: parameters separated by ';', names
+// percent-encoded (once or twice) and values that are an encoded URL of
+// their own lose their secrets too.
+func TestRedactURLEncodings(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://h/p?a=1;api_key=0123abcd;b=2", "https://h/p?a=1;api_key=REDACTED;b=2"},
+		{"https://h/p?api%5Fkey=0123abcd&b=2", "https://h/p?api%5Fkey=REDACTED&b=2"},
+		{"https://h/p?service%254Bey=0123abcd", "https://h/p?service%254Bey=REDACTED"},
+		{"https://h/p?next=https%3A%2F%2Fx%2Fy%3FserviceKey%3Dab%252Bcd%26q%3D1&q=2", "https://h/p?next=REDACTED&q=2"},
+		{"https://h/p?next=https%253A%252F%252Fx%252Fy%253Fapi_key%253Dabc&q=2", "https://h/p?next=REDACTED&q=2"},
+	} {
+		got, ok := RedactURL(tc.in)
+		if !ok || got != tc.want {
+			t.Errorf("RedactURL(%q) =\n %q, %v\nwant\n %q", tc.in, got, ok, tc.want)
+		}
+	}
+}

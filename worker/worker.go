@@ -2,7 +2,8 @@
 // Sluice's task queue running the workflows (daily ingest, scope limiters,
 // ops events, the datasets' watches) and the activities, with their
 // connectors, the lake sink, the watch store, the limiter client and the
-// Prometheus metrics server.
+// Prometheus metrics server; and, with a sealing client, a second worker
+// running the token keepers.
 package worker
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/workflows"
@@ -46,9 +48,19 @@ type Options struct {
 	// BaseURLs overrides provider base URLs ("*" for all): the simulator.
 	BaseURLs    map[string]string
 	Credentials connector.Credentials
-	TokenStore  connector.TokenStore
-	RateScale   float64
-	Tolerance   time.Duration
+	// TokenStore keeps KIS tokens; nil means the token keepers when
+	// TokenKeeper is set, else the connector's file store.
+	TokenStore connector.TokenStore
+	// TokenKeeper, when set, is a client whose payloads are sealed
+	// (tokenkeeper.SealingClient): the worker also runs the token-keeper
+	// workflows, on tokenkeeper.TaskQueue(TaskQueue), with it, and keeps
+	// KIS tokens in them unless TokenStore is set — one token per app key
+	// across every machine.
+	TokenKeeper client.Client
+	// RateScale multiplies every declared rate: only against a simulator
+	// running at the same scale, which Start checks (ratelimit.CheckScale).
+	RateScale float64
+	Tolerance time.Duration
 	// MaxQuotaWait is how long an ingest may wait for a daily quota reset.
 	MaxQuotaWait time.Duration
 	// MaxConcurrentActivities bounds the activities this process runs at
@@ -66,8 +78,10 @@ type Options struct {
 // Worker is a running Sluice worker.
 type Worker struct {
 	w          sdkworker.Worker
+	keeper     sdkworker.Worker // nil without Options.TokenKeeper
 	metrics    *metrics.Metrics
 	limiter    *ratelimit.Client
+	gate       *ratelimit.Gate
 	acts       *activities.Activities
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -77,10 +91,16 @@ type Worker struct {
 func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
 	w.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
-	w.RegisterWorkflowWithOptions(workflows.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.OpsEvents, workflow.RegisterOptions{Name: events.WorkflowName})
+	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
 	w.RegisterActivity(acts)
+}
+
+// RegisterTokenKeeper registers the token-keeper workflow on w, a worker
+// on tokenkeeper.TaskQueue whose client seals payloads.
+func RegisterTokenKeeper(w sdkworker.Registry) {
+	w.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName})
 }
 
 // Start builds and starts a worker; Stop it when done.
@@ -97,19 +117,39 @@ func Start(opts Options) (*Worker, error) {
 	if opts.MaxConcurrentActivities <= 0 {
 		opts.MaxConcurrentActivities = 500
 	}
+	if opts.RateScale == 0 {
+		opts.RateScale = 1
+	}
+	checkCtx, cancelCheck := context.WithTimeout(context.Background(), 2*ratelimit.ScaleCheckTimeout)
+	err := ratelimit.CheckScale(checkCtx, opts.RateScale, opts.Registry, opts.BaseURLs, nil)
+	cancelCheck()
+	if err != nil {
+		return nil, fmt.Errorf("starting worker: %w", err)
+	}
+	if opts.TokenKeeper != nil && opts.TokenStore == nil {
+		store, err := tokenkeeper.NewStore(opts.TokenKeeper, tokenkeeper.StoreOptions{TaskQueue: tokenkeeper.TaskQueue(opts.TaskQueue), Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+		opts.TokenStore = store
+	}
 	m := metrics.New()
-	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger,
-		RecoveryStep: scaled(ratelimit.DefaultRecoveryStep, opts.RateScale)})
+	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger})
 	recorder := events.NewRecorder(opts.Client, opts.TaskQueue)
 	if opts.Watch != nil {
 		recorder.Also(func(ctx context.Context, e events.Event) error { return opts.Watch.AddEvents(ctx, watch.Event(e)) })
 	}
+	gate, err := ratelimit.NewGate(ratelimit.GateOptions{
+		Registry: opts.Registry, Client: lim, RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
+		Events: events.NewEmitter(recorder, m, opts.Logger), Metrics: m, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting worker: %w", err)
+	}
 	acts, err := activities.New(activities.Config{
-		Registry: opts.Registry, Sink: opts.Sink, Limiter: lim,
-		Events: recorder, Metrics: m, Logger: opts.Logger,
+		Registry: opts.Registry, Sink: opts.Sink, Gate: gate, Metrics: m, Logger: opts.Logger,
 		BaseURLs: opts.BaseURLs, Credentials: opts.Credentials, TokenStore: opts.TokenStore,
-		RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
-		Watch: opts.Watch,
+		Watch: opts.Watch, RateScale: opts.RateScale,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
@@ -118,7 +158,7 @@ func Start(opts Options) (*Worker, error) {
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 	})
 	Register(w, acts)
-	out := &Worker{w: w, metrics: m, limiter: lim, acts: acts}
+	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts}
 	if opts.MetricsAddr != "" {
 		ln, err := net.Listen("tcp", opts.MetricsAddr)
 		if err != nil {
@@ -130,7 +170,18 @@ func Start(opts Options) (*Worker, error) {
 		out.metricsLn = ln
 		go func() { _ = out.metricsSrv.Serve(ln) }()
 	}
+	if opts.TokenKeeper != nil {
+		out.keeper = sdkworker.New(opts.TokenKeeper, tokenkeeper.TaskQueue(opts.TaskQueue), sdkworker.Options{})
+		RegisterTokenKeeper(out.keeper)
+		if err := out.keeper.Start(); err != nil {
+			out.stopMetrics()
+			return nil, fmt.Errorf("starting the token keeper worker on task queue %s: %w", tokenkeeper.TaskQueue(opts.TaskQueue), err)
+		}
+	}
 	if err := w.Start(); err != nil {
+		if out.keeper != nil {
+			out.keeper.Stop()
+		}
 		out.stopMetrics()
 		return nil, fmt.Errorf("starting worker on task queue %s: %w", opts.TaskQueue, err)
 	}
@@ -138,17 +189,10 @@ func Start(opts Options) (*Worker, error) {
 	// failure here is not fatal (the first acquire starts them anyway).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := acts.WarmLimiters(ctx); err != nil {
+	if err := gate.Warm(ctx); err != nil {
 		opts.Logger.Warn("warming scope limiters", "err", err)
 	}
 	return out, nil
-}
-
-func scaled(d time.Duration, scale float64) time.Duration {
-	if scale <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) / scale)
 }
 
 // MetricsAddr is the address /metrics is served on, or "".
@@ -165,6 +209,9 @@ func (w *Worker) Metrics() *metrics.Metrics { return w.metrics }
 // Limiter returns the worker's limiter client.
 func (w *Worker) Limiter() *ratelimit.Client { return w.limiter }
 
+// Gate returns the worker's rate-limit gate.
+func (w *Worker) Gate() *ratelimit.Gate { return w.gate }
+
 // Activities returns the worker's activities.
 func (w *Worker) Activities() *activities.Activities { return w.acts }
 
@@ -172,6 +219,9 @@ func (w *Worker) Activities() *activities.Activities { return w.acts }
 // cancelled, and stops the metrics server.
 func (w *Worker) Stop() {
 	w.w.Stop()
+	if w.keeper != nil {
+		w.keeper.Stop()
+	}
 	w.stopMetrics()
 }
 

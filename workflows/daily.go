@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // DailyIngestName is the registered name of the daily ingest workflow.
@@ -108,7 +109,10 @@ var RevisionsActivityOptions = workflow.ActivityOptions{
 
 // DailyIngest runs one logical date's batch: it plans the datasets, fans
 // out one Ingest activity per dataset (the scopes' limiters pace them) and
-// returns every dataset's outcome. Every object it lands (not one left
+// returns every dataset's outcome. A dataset whose daily quota is spent
+// waits for the reset when it comes within the worker's --max-quota-wait
+// (ratelimit.QuotaWaiter: a durable timer, then the activity again), and
+// fails naming the reset otherwise. Every object it lands (not one left
 // unchanged) is compared with the dataset's previous object by a Revisions
 // activity, which records revision Changes in the watch store; a failed
 // comparison never fails its dataset. No payload passes through its
@@ -136,28 +140,21 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 	// Runs started before revisions were compared replay without them.
 	compare := workflow.GetVersion(ctx, "revisions", workflow.DefaultVersion, 1) >= 1
 	revCtx := workflow.WithActivityOptions(ctx, RevisionsActivityOptions)
-	revisions := map[int]workflow.Future{}
-	futures := make([]workflow.Future, len(plan))
-	for i, item := range plan {
-		futures[i] = workflow.ExecuteActivity(actCtx, a.Ingest, activities.IngestInput{Dataset: item.Dataset, From: in.Date})
-	}
 	res.Results = make([]DatasetResult, len(plan))
-	sel := workflow.NewSelector(ctx)
-	for i := range plan {
-		sel.AddFuture(futures[i], func(f workflow.Future) {
-			item := plan[i]
+	pending := len(plan)
+	for i, item := range plan {
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer func() { pending-- }()
 			r := DatasetResult{Dataset: item.Dataset, Provider: item.Provider}
 			var out activities.IngestResult
-			if err := f.Get(ctx, &out); err != nil {
+			err := ingestWaitingForQuota(ctx, actCtx, activities.IngestInput{Dataset: item.Dataset, From: in.Date}, &out)
+			if err != nil {
 				r.Status, r.Error, r.ErrorType = StatusFailed, rootMessage(err), errorType(err)
 				prog.Failed++
 			} else {
 				r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
 				r.Pages = out.Pages
 				r.Duration, r.Attempts = out.Duration, out.Attempt
-				if compare && out.Key != "" && !out.Skipped && !out.NoData {
-					revisions[i] = workflow.ExecuteActivity(revCtx, a.Revisions, activities.RevisionsInput{Dataset: item.Dataset, Key: out.Key})
-				}
 				if out.NoData {
 					r.Status = StatusNoData
 					prog.NoData++
@@ -166,29 +163,48 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 					prog.Succeeded++
 				}
 			}
+			if compare && err == nil && out.Key != "" && !out.Skipped && !out.NoData {
+				var rev activities.RevisionsResult
+				if rerr := workflow.ExecuteActivity(revCtx, a.Revisions, activities.RevisionsInput{Dataset: item.Dataset, Key: out.Key}).Get(ctx, &rev); rerr != nil {
+					workflow.GetLogger(ctx).Warn("comparing revisions", "dataset", item.Dataset, "err", rerr)
+				} else {
+					r.Revisions = rev.Revisions
+				}
+			}
 			prog.Done++
 			r.Finished = workflow.Now(ctx)
 			res.Results[i] = r
 		})
 	}
-	for range plan {
-		sel.Select(ctx)
-	}
-	for i := range plan {
-		f, ok := revisions[i]
-		if !ok {
-			continue
-		}
-		var rev activities.RevisionsResult
-		if err := f.Get(ctx, &rev); err != nil {
-			workflow.GetLogger(ctx).Warn("comparing revisions", "dataset", plan[i].Dataset, "err", err)
-			continue
-		}
-		res.Results[i].Revisions = rev.Revisions
+	if err := workflow.Await(ctx, func() bool { return pending == 0 }); err != nil {
+		return res, err
 	}
 	res.Succeeded, res.NoData, res.Failed = prog.Succeeded, prog.NoData, prog.Failed
 	res.Finished = workflow.Now(ctx)
 	return res, nil
+}
+
+// ingestWaitingForQuota runs one Ingest activity. When it fails because a
+// daily quota is spent and the quota resets within the worker's
+// --max-quota-wait (counted from the first such failure), it waits for the
+// reset on a durable timer and runs the activity again: the wait is bounded
+// by no activity timeout and spends none of the next day's quota.
+func ingestWaitingForQuota(ctx, actCtx workflow.Context, in activities.IngestInput, out *activities.IngestResult) error {
+	var a *activities.Activities
+	var quota ratelimit.QuotaWaiter
+	for {
+		err := workflow.ExecuteActivity(actCtx, a.Ingest, in).Get(ctx, out)
+		if err == nil {
+			return nil
+		}
+		again, werr := quota.Wait(ctx, err)
+		if werr != nil {
+			return werr
+		}
+		if !again {
+			return err
+		}
+	}
 }
 
 // rootMessage is the innermost application error's message: the

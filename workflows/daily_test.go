@@ -1,7 +1,9 @@
 package workflows_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
@@ -9,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -72,6 +75,62 @@ func TestDailyIngestRejectsBadDate(t *testing.T) {
 	var app *temporal.ApplicationError
 	if err == nil || !errorsAs(err, &app) || app.Type() != activities.ErrTypeBadInput {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDailyIngestWaitsForQuotaReset: a dataset whose daily quota is spent
+// fails its activity at once; the workflow waits for the reset on a
+// durable timer when it comes within the worker's --max-quota-wait, then
+// runs the activity again, and fails the dataset naming the reset when it
+// does not.
+func TestDailyIngestWaitsForQuotaReset(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	start := time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC)
+	env.SetStartTime(start)
+	env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	env.OnActivity(a.Plan, mock.Anything, activities.PlanInput{}).Return([]activities.PlanItem{
+		{Dataset: "soon", Provider: "datago"}, {Dataset: "late", Provider: "datago"},
+	}, nil)
+	quota := func(reset time.Time) error {
+		return temporal.NewNonRetryableApplicationError("datago: quota exhausted", ratelimit.ErrTypeQuotaExhausted, nil,
+			ratelimit.QuotaWait{ResetAt: reset, MaxWait: 5 * time.Hour})
+	}
+	var soonCalls []time.Time
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "soon", From: "2026-11-27"}).Return(
+		func(context.Context, activities.IngestInput) (activities.IngestResult, error) {
+			soonCalls = append(soonCalls, env.Now())
+			if len(soonCalls) == 1 {
+				return activities.IngestResult{}, quota(start.Add(4 * time.Hour)) // midnight KST
+			}
+			return activities.IngestResult{Dataset: "soon", Provider: "datago", Key: "k", Attempt: 1}, nil
+		})
+	lateCalls := 0
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "late", From: "2026-11-27"}).Return(
+		func(context.Context, activities.IngestInput) (activities.IngestResult, error) {
+			lateCalls++
+			// Spent until the day after: beyond the five hours allowed.
+			return activities.IngestResult{}, quota(start.Add(28 * time.Hour))
+		})
+	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "2026-11-27"})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: completed %v, err %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	var res workflows.DailyIngestResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]workflows.DatasetResult{}
+	for _, r := range res.Results {
+		got[r.Dataset] = r
+	}
+	if r := got["soon"]; r.Status != workflows.StatusOK || len(soonCalls) != 2 || soonCalls[1].Before(start.Add(4*time.Hour)) {
+		t.Errorf("soon: %+v after calls at %v; want ok, run again after the reset at %v", r, soonCalls, start.Add(4*time.Hour))
+	}
+	if r := got["late"]; r.Status != workflows.StatusFailed || r.ErrorType != ratelimit.ErrTypeQuotaExhausted || lateCalls != 1 {
+		t.Errorf("late: %+v after %d calls; want failed with quota_exhausted after one", r, lateCalls)
 	}
 }
 

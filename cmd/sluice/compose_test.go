@@ -22,6 +22,7 @@ type composeFile struct {
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
 		Profiles    []string          `yaml:"profiles"`
+		User        string            `yaml:"user"`
 		DependsOn   map[string]struct {
 			Condition string `yaml:"condition"`
 		} `yaml:"depends_on"`
@@ -35,6 +36,9 @@ func flagEnvs(cmd *cobra.Command) map[string]string {
 	out := map[string]string{}
 	visit := func(f *pflag.Flag) {
 		if v := f.Annotations[envAnnotation]; len(v) == 1 {
+			out[v[0]] = f.Name
+		}
+		if v := f.Annotations[secretEnvAnnotation]; len(v) == 1 {
 			out[v[0]] = f.Name
 		}
 	}
@@ -117,10 +121,68 @@ func TestComposeMatchesFlags(t *testing.T) {
 		}
 	}
 	w := cf.Services["worker"].Environment
-	for _, want := range []string{"SLUICE_TEMPORAL", "SLUICE_S3_BUCKET", "SLUICE_S3_ENDPOINT"} {
+	for _, want := range []string{"SLUICE_TEMPORAL", "SLUICE_S3_BUCKET", "SLUICE_S3_ENDPOINT", "SLUICE_CODEC_KEY"} {
 		if w[want] == "" {
 			t.Errorf("worker environment lacks %s", want)
 		}
+	}
+	// Workers on several hosts share one KIS token through the keepers,
+	// and the key that seals them is required, never defaulted.
+	if w["SLUICE_TOKEN_STORE"] != tokensKeeper {
+		t.Errorf("SLUICE_TOKEN_STORE = %q, want %s", w["SLUICE_TOKEN_STORE"], tokensKeeper)
+	}
+	if !strings.HasPrefix(w["SLUICE_CODEC_KEY"], "${SLUICE_CODEC_KEY:?") {
+		t.Errorf("SLUICE_CODEC_KEY = %q: it must be required from the host (${SLUICE_CODEC_KEY:?…}), never a value in the file", w["SLUICE_CODEC_KEY"])
+	}
+}
+
+// TestComposeWorkersAreNotRoot: the worker and simulator services run as
+// the image's nonroot user, which the Dockerfile makes owner of the data
+// directory the worker's volume is mounted on.
+func TestComposeWorkersAreNotRoot(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(data, &cf); err != nil {
+		t.Fatal(err)
+	}
+	root := func(user string) bool {
+		name, _, _ := strings.Cut(user, ":")
+		return name == "0" || name == "root"
+	}
+	for _, svc := range []string{"worker", "simulator"} {
+		if u := cf.Services[svc].User; root(u) {
+			t.Errorf("%s runs as %q", svc, u)
+		}
+	}
+	df, err := os.ReadFile("../../deploy/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user string
+	var owned bool
+	for _, line := range strings.Split(string(df), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "USER":
+			user = f[1]
+		case len(f) >= 3 && f[0] == "COPY" && slices.Contains(f, "/var/lib/sluice") && slices.Contains(f, "--chown=65532:65532"):
+			owned = true
+		}
+	}
+	if user == "" || root(user) {
+		t.Errorf("the image's last USER is %q, want a non-root user", user)
+	}
+	if w := cf.Services["worker"].User; w != "" && w != user {
+		t.Errorf("worker user %q differs from the image's %q, which owns the data directory", w, user)
+	}
+	if !owned {
+		t.Error("the Dockerfile does not create /var/lib/sluice owned by the nonroot user (65532): the worker's volume would be root's")
+	}
+	if !strings.Contains(string(df), "/var/lib/sluice") || cf.Services["worker"].Environment["SLUICE_DATA_DIR"] != "/var/lib/sluice" {
+		t.Error("the worker's data directory and the image's disagree")
 	}
 }
 

@@ -34,7 +34,7 @@ func init() { register(newDevCmd) }
 
 func newDevCmd() *cobra.Command {
 	var rf runtimeFlags
-	var frontendAddr, uiAddr, simAddr, date, namespace string
+	var frontendAddr, uiAddr, simAddr, codecAddr, date, namespace string
 	var real, once, noIngest bool
 	var providers, datasets []string
 	cmd := &cobra.Command{
@@ -51,6 +51,9 @@ for yesterday's logical date (--date to choose) and prints a summary table. It t
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
+			if err := rf.validate(); err != nil {
+				return err
+			}
 			log, err := rf.logger()
 			if err != nil {
 				return err
@@ -69,14 +72,38 @@ for yesterday's logical date (--date to choose) and prints a summary table. It t
 			if err := os.MkdirAll(dataDir, 0o755); err != nil {
 				return fmt.Errorf("creating data directory: %w", err)
 			}
-			srv, err := embedded.Start(ctx, embedded.Options{
+			// KIS tokens go to the token keepers, sealed with the configured
+			// payload key or one created under the data directory; the Web
+			// UI shows their payloads through a codec endpoint on loopback.
+			ring, err := rf.keyring(log, dataDir)
+			if err != nil {
+				return err
+			}
+			var cs *codecServer
+			if ring != nil && codecAddr != "off" {
+				if !isLoopback(codecAddr) {
+					return fmt.Errorf("--codec-addr %s: sluice dev serves the codec endpoint on loopback only", codecAddr)
+				}
+				if cs, err = startCodecServer(codecAddr, ring, "", nil); err != nil {
+					return err
+				}
+				defer cs.Close()
+			}
+			eopts := embedded.Options{
 				DataDir: filepath.Join(dataDir, "temporal"), FrontendAddr: frontendAddr, UIAddr: uiAddr,
 				Namespace: namespace, Logger: log,
-			})
+			}
+			if cs != nil {
+				eopts.CodecEndpoint = cs.url
+			}
+			srv, err := embedded.Start(ctx, eopts)
 			if err != nil {
 				return fmt.Errorf("starting the embedded Temporal server: %w", err)
 			}
 			defer srv.Stop()
+			if cs != nil {
+				cs.Allow(srv.UIURL())
+			}
 
 			var sim *simulator.Simulator
 			if !real {
@@ -99,11 +126,17 @@ for yesterday's logical date (--date to choose) and prints a summary table. It t
 				return err
 			}
 			defer lake.Close()
-			tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: temporalLogger(log)})
+			copts := client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: temporalLogger(log)}
+			tc, err := client.Dial(copts)
 			if err != nil {
 				return fmt.Errorf("connecting to the embedded Temporal: %w", err)
 			}
 			defer tc.Close()
+			if kc, err := rf.tokenKeeper(ctx, tc, copts, ring); err != nil {
+				return err
+			} else if kc != nil {
+				defer kc.Close()
+			}
 			ws, err := rf.watchDB.open(ctx, dataDir)
 			if err != nil {
 				return err
@@ -133,6 +166,12 @@ for yesterday's logical date (--date to choose) and prints a summary table. It t
 			}
 			fmt.Fprintf(out, "Lake       %s\n", rf.sink.Describe())
 			fmt.Fprintf(out, "Watch      %d datasets probed (workflows watch/<dataset>), store %s\n", len(steps), describeWatchDB(rf.watchDB.dsn, dataDir))
+			if ring != nil {
+				fmt.Fprintf(out, "KIS tokens token keepers, sealed with key %s\n", ring.PrimaryID())
+			}
+			if cs != nil {
+				fmt.Fprintf(out, "Codec      %s (the Web UI decodes through it; tokens stay redacted)\n", cs.url)
+			}
 			if addr := w.MetricsAddr(); addr != "" {
 				fmt.Fprintf(out, "Metrics    http://%s/metrics\n", addr)
 			}
@@ -177,6 +216,7 @@ for yesterday's logical date (--date to choose) and prints a summary table. It t
 	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "embedded Temporal frontend HOST:PORT")
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace")
+	stringFlag(fs, &codecAddr, "codec-addr", "SLUICE_CODEC_ADDR", "127.0.0.1:0", "codec endpoint the Web UI decodes sealed payloads through, on loopback (port 0: a free port; off: none)")
 	stringFlag(fs, &simAddr, "sim-addr", "SLUICE_SIM_ADDR", "127.0.0.1:0", "simulator HOST:PORT (port 0: a free port)")
 	fs.StringVar(&date, "date", "", "logical date of the batch, YYYY-MM-DD (default: yesterday)")
 	fs.BoolVar(&real, "real", false, "call the real provider endpoints instead of the simulator (credentials from the environment)")

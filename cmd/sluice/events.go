@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/events"
 )
@@ -22,9 +21,9 @@ func newEventsCmd() *cobra.Command {
 		Short: "List recent operational events (rate-limit backoffs, exhausted quotas, …)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(discardLogger())})
+			tc, err := tf.dialQuiet(cmd.Context())
 			if err != nil {
-				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
+				return err
 			}
 			defer tc.Close()
 			evs, err := events.List(cmd.Context(), tc)

@@ -20,6 +20,15 @@ func annotate(fs *pflag.FlagSet, name, env string) {
 	_ = fs.SetAnnotation(name, envAnnotation, []string{env})
 }
 
+// secretEnvAnnotation marks a flag naming a secret file with the
+// environment variable that may hold the secret itself instead (NAME for
+// the flag's NAME_FILE); the compose test reads it.
+const secretEnvAnnotation = "sluice-secret-env"
+
+func annotateSecret(fs *pflag.FlagSet, name, env string) {
+	_ = fs.SetAnnotation(name, secretEnvAnnotation, []string{env})
+}
+
 // envProblems records environment variables that could not be parsed as
 // their flag's type, by variable name; a command refuses to run when one
 // of its own flags reads such a variable (checkEnv).
@@ -103,18 +112,4 @@ func durationFlag(fs *pflag.FlagSet, p *time.Duration, name, env string, def tim
 	}
 	fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
 	annotate(fs, name, env)
-}
-
-// temporalFlags are the connection flags of every command that talks to a
-// Temporal server.
-type temporalFlags struct {
-	addr      string
-	namespace string
-	taskQueue string
-}
-
-func (t *temporalFlags) bind(fs *pflag.FlagSet) {
-	stringFlag(fs, &t.addr, "temporal", "SLUICE_TEMPORAL", "127.0.0.1:7233", "Temporal frontend HOST:PORT")
-	stringFlag(fs, &t.namespace, "namespace", "SLUICE_NAMESPACE", "default", "Temporal namespace")
-	stringFlag(fs, &t.taskQueue, "task-queue", "SLUICE_TASK_QUEUE", "sluice", "task queue of Sluice's workflows and activities")
 }

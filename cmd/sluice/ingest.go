@@ -41,9 +41,9 @@ The same from the temporal CLI:
 			if _, err := time.Parse(time.DateOnly, date); err != nil {
 				return fmt.Errorf("--date %q: want YYYY-MM-DD", date)
 			}
-			tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(discardLogger())})
+			tc, err := tf.dialQuiet(cmd.Context())
 			if err != nil {
-				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
+				return err
 			}
 			defer tc.Close()
 			in := workflows.DailyIngestInput{Date: date, Providers: providers, Datasets: datasets}

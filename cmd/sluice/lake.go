@@ -248,9 +248,9 @@ func repairObjects(ctx context.Context, lake sink.Sink, tf temporalFlags, keys [
 	if len(items) == 0 {
 		return left, nil
 	}
-	tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(discardLogger())})
+	tc, err := tf.dialQuiet(ctx)
 	if err != nil {
-		return left, fmt.Errorf("connecting to Temporal at %s to repair %d objects: %w", tf.addr, len(items), err)
+		return left, fmt.Errorf("repairing %d objects: %w", len(items), err)
 	}
 	defer tc.Close()
 	for start := 0; start < len(items); start += workflows.MaxRefetchItems {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -15,7 +17,9 @@ import (
 func init() { register(newServerCmd) }
 
 func newServerCmd() *cobra.Command {
-	var dataDir, frontendAddr, uiAddr, namespace, logLevel string
+	var dataDir, frontendAddr, uiAddr, namespace, logLevel, codecAddr string
+	var keys keyFlags
+	var tlsOpts embedded.TLS
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run only the embedded Temporal server and Web UI until interrupted",
@@ -29,21 +33,54 @@ and demo use; production runs Temporal from the compose stack.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			srv, err := embedded.Start(ctx, embedded.Options{
+			opts := embedded.Options{
 				DataDir:      filepath.Join(dataDir, "temporal"),
 				FrontendAddr: frontendAddr,
 				UIAddr:       uiAddr,
 				Namespace:    namespace,
 				LogLevel:     logLevel,
 				Logger:       log,
-			})
+			}
+			if tlsOpts != (embedded.TLS{}) {
+				opts.TLS = &tlsOpts
+			}
+			// With a payload key, the Web UI decodes the token keepers'
+			// payloads through a codec endpoint on loopback.
+			var cs *codecServer
+			ring, err := keys.load()
+			switch {
+			case errors.Is(err, codec.ErrNoKey):
+			case err != nil:
+				return err
+			case codecAddr != "off" && uiAddr != embedded.UIOff:
+				if !isLoopback(codecAddr) {
+					return fmt.Errorf("--codec-addr %s: sluice server serves the codec endpoint on loopback only (see sluice codec serve)", codecAddr)
+				}
+				if cs, err = startCodecServer(codecAddr, ring, "", nil); err != nil {
+					return err
+				}
+				defer cs.Close()
+				opts.CodecEndpoint = cs.url
+			}
+			srv, err := embedded.Start(ctx, opts)
 			if err != nil {
 				return fmt.Errorf("starting the embedded Temporal server: %w", err)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
+			security := "plaintext"
+			if opts.TLS != nil {
+				security = "TLS"
+				if opts.TLS.ClientCAFile != "" {
+					security = "mutual TLS"
+				}
+			}
+			fmt.Fprintf(out, "Temporal   %s (namespace %s, %s)\n", srv.FrontendHostPort(), srv.Namespace(), security)
 			if u := srv.UIURL(); u != "" {
 				fmt.Fprintf(out, "Web UI     %s\n", u)
+			}
+			if cs != nil {
+				cs.Allow(srv.UIURL())
+				fmt.Fprintf(out, "Codec      %s\n", cs.url)
 			}
 			fmt.Fprintf(out, "Database   %s\n", filepath.Join(dataDir, "temporal", "temporal.db"))
 			<-ctx.Done()
@@ -59,6 +96,15 @@ and demo use; production runs Temporal from the compose stack.`,
 	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "Temporal frontend gRPC HOST:PORT (port 0: any free port)")
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (port 0: any free port; off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace, created if missing")
+	stringFlag(fs, &codecAddr, "codec-addr", "SLUICE_CODEC_ADDR", "127.0.0.1:0", "with a payload key: the codec endpoint the Web UI decodes sealed payloads through, on loopback (port 0: a free port; off: none)")
+	keys.bind(fs)
+	stringFlag(fs, &tlsOpts.CertFile, "tls-cert-file", "SLUICE_SERVER_TLS_CERT_FILE", "", "serve the frontend over TLS with this PEM certificate")
+	stringFlag(fs, &tlsOpts.KeyFile, "tls-key-file", "SLUICE_SERVER_TLS_KEY_FILE", "", "PEM private key of --tls-cert-file")
+	stringFlag(fs, &tlsOpts.CAFile, "tls-ca-file", "SLUICE_SERVER_TLS_CA_FILE", "", "PEM bundle of the CA that signed --tls-cert-file, for the server's own clients (system worker, Web UI)")
+	stringFlag(fs, &tlsOpts.ClientCAFile, "tls-client-ca-file", "SLUICE_SERVER_TLS_CLIENT_CA_FILE", "", "require client certificates signed by a CA in this PEM bundle (mutual TLS)")
+	stringFlag(fs, &tlsOpts.ClientCertFile, "tls-client-cert-file", "SLUICE_SERVER_TLS_CLIENT_CERT_FILE", "", "with mutual TLS: the PEM certificate the server's own clients present")
+	stringFlag(fs, &tlsOpts.ClientKeyFile, "tls-client-key-file", "SLUICE_SERVER_TLS_CLIENT_KEY_FILE", "", "PEM private key of --tls-client-cert-file")
+	stringFlag(fs, &tlsOpts.ServerName, "tls-server-name", "SLUICE_SERVER_TLS_SERVER_NAME", "", "name the server's own clients verify the certificate against (default: the frontend host)")
 	stringFlag(fs, &logLevel, "temporal-log-level", "SLUICE_TEMPORAL_LOG_LEVEL", embedded.DefaultLogLevel, "level of the Temporal server's own logs: debug, info, warn, error")
 	return cmd
 }

@@ -76,9 +76,9 @@ func (r *readFlags) bind(fs *pflag.FlagSet) {
 func (r *readFlags) watches(ctx context.Context) (client.Client, map[string]watchsync.Watch, error) {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	tc, err := client.DialContext(dctx, client.Options{HostPort: r.tf.addr, Namespace: r.tf.namespace, Logger: temporalLogger(discardLogger())})
+	tc, err := r.tf.dialQuiet(dctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", r.tf.addr, err)
+		return nil, nil, err
 	}
 	running, err := watchsync.Running(dctx, tc)
 	if err != nil {
@@ -287,9 +287,9 @@ are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 			if err != nil {
 				return err
 			}
-			tc, err := client.DialContext(ctx, client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(discardLogger())})
+			tc, err := tf.dialQuiet(ctx)
 			if err != nil {
-				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
+				return err
 			}
 			defer tc.Close()
 			running, err := watchsync.Running(ctx, tc)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,20 +34,47 @@ type runtimeFlags struct {
 	maxActivities  int
 	metricsAddr    string
 	logLevel       string
-	watchDB        watchDBFlag
+	tokenStore     string
+	keys           keyFlags
+	// keeper is the token keepers' sealing client, once tokenKeeper chose
+	// them; nil: the file store.
+	keeper  client.Client
+	watchDB watchDBFlag
 }
 
 func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
 	r.sink.BindFlags(fs)
 	stringFlag(fs, &r.baseURL, "base-url", "SLUICE_BASE_URL", "", "send every provider's calls to this base URL instead of the registry's (the simulator)")
 	boolFlag(fs, &r.simCredentials, "sim-credentials", "SLUICE_SIM_CREDENTIALS", false, "use the simulator's test credentials instead of the environment's")
-	floatFlag(fs, &r.rateScale, "rate-scale", "SLUICE_RATE_SCALE", 1, "multiply every declared rate (only against a simulator started with the same --rate-scale)")
+	floatFlag(fs, &r.rateScale, "rate-scale", "SLUICE_RATE_SCALE", 1, "multiply every declared rate; any value but 1 only against a simulator (--base-url) running at the same --rate-scale, which the worker checks at start")
 	durationFlag(fs, &r.tolerance, "limiter-tolerance", "SLUICE_LIMITER_TOLERANCE", 50*time.Millisecond, "how late after its grant a call may still be sent; grants are spaced by it")
-	durationFlag(fs, &r.maxQuotaWait, "max-quota-wait", "SLUICE_MAX_QUOTA_WAIT", 0, "how long an ingest may wait for an exhausted daily quota to reset before its dataset fails")
+	durationFlag(fs, &r.maxQuotaWait, "max-quota-wait", "SLUICE_MAX_QUOTA_WAIT", 0, "how long a dataset whose daily quota is spent waits for the reset (a workflow timer) before it fails")
 	intFlag(fs, &r.maxActivities, "max-activities", "SLUICE_MAX_ACTIVITIES", 500, "activities this worker runs at once")
 	stringFlag(fs, &r.metricsAddr, "metrics-addr", "SLUICE_METRICS_ADDR", metricsDefault, "serve Prometheus /metrics on HOST:PORT (empty: off)")
 	stringFlag(fs, &r.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	tokenStoreFlag(fs, &r.tokenStore)
+	r.keys.bind(fs)
 	r.watchDB.bind(fs)
+}
+
+// validate refuses flag values no worker can run with: a rate scale that
+// is not a positive finite number (a scale other than 1 is checked against
+// the simulator when the worker starts), a negative tolerance or quota
+// wait.
+func (r *runtimeFlags) validate() error {
+	if math.IsNaN(r.rateScale) || math.IsInf(r.rateScale, 0) {
+		return fmt.Errorf("--rate-scale %v (env SLUICE_RATE_SCALE): must be a finite number", r.rateScale)
+	}
+	if r.rateScale <= 0 {
+		return fmt.Errorf("--rate-scale %v (env SLUICE_RATE_SCALE): must be positive", r.rateScale)
+	}
+	if r.tolerance < 0 {
+		return fmt.Errorf("--limiter-tolerance %v (env SLUICE_LIMITER_TOLERANCE): must not be negative", r.tolerance)
+	}
+	if r.maxQuotaWait < 0 {
+		return fmt.Errorf("--max-quota-wait %v (env SLUICE_MAX_QUOTA_WAIT): must not be negative", r.maxQuotaWait)
+	}
+	return nil
 }
 
 func (r *runtimeFlags) logger() (*slog.Logger, error) {
@@ -70,12 +98,24 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 	if r.simCredentials {
 		opts.Credentials = connector.MapCredentials(simulator.TestCredentials(reg))
 	}
-	// KIS tokens live under the data directory: every worker sharing it
-	// (one machine, or a shared volume) shares one token per app key.
-	if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+	if r.keeper != nil {
+		// KIS tokens live in the token keepers: every worker on every
+		// machine shares one token per app key.
+		opts.TokenKeeper = r.keeper
+	} else if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+		// Under the data directory: every worker sharing it (one machine,
+		// or a shared volume) shares one token per app key.
 		opts.TokenStore = store
 	}
 	return opts
+}
+
+// tokenStoreInUse names where KIS tokens are kept, for the start-up log.
+func (r *runtimeFlags) tokenStoreInUse() string {
+	if r.keeper != nil {
+		return tokensKeeper
+	}
+	return tokensFile
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -92,6 +132,9 @@ like, on as many machines: every provider call waits for a permit from its
 scope's one limiter, so the declared limits hold across all of them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := rf.validate(); err != nil {
+				return err
+			}
 			log, err := rf.logger()
 			if err != nil {
 				return err
@@ -110,11 +153,20 @@ scope's one limiter, so the declared limits hold across all of them.`,
 				return err
 			}
 			defer ws.Close()
-			tc, err := client.Dial(client.Options{HostPort: tf.addr, Namespace: tf.namespace, Logger: temporalLogger(log)})
+			ring, err := rf.keyring(log, "")
 			if err != nil {
-				return fmt.Errorf("connecting to Temporal at %s: %w", tf.addr, err)
+				return err
+			}
+			tc, copts, err := tf.dial(cmd.Context(), log)
+			if err != nil {
+				return err
 			}
 			defer tc.Close()
+			if kc, err := rf.tokenKeeper(cmd.Context(), tc, copts, ring); err != nil {
+				return err
+			} else if kc != nil {
+				defer kc.Close()
+			}
 			wopts := rf.workerOptions(reg, tc, tf.taskQueue, lake, log)
 			wopts.Watch = ws
 			w, err := worker.Start(wopts)
@@ -123,7 +175,7 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			}
 			defer w.Stop()
 			log.Info("worker started", "temporal", tf.addr, "namespace", tf.namespace, "task_queue", tf.taskQueue, "metrics", w.MetricsAddr(),
-				"datasets", len(reg.Datasets))
+				"datasets", len(reg.Datasets), "kis_tokens", rf.tokenStoreInUse())
 			<-cmd.Context().Done()
 			log.Info("stopping worker")
 			return nil

@@ -173,8 +173,10 @@ func AssertNoSecrets(t testing.TB, what, text string, secrets ...string) {
 	}
 }
 
-// Encodings returns a secret as it may appear in text: raw, query-escaped,
-// path-escaped and JSON-escaped.
+// Encodings returns a secret as it may appear in text: raw, query- and
+// path-escaped (upper- and lower-case escapes, and escaped twice), with
+// '+' and spaces swapped, JSON-escaped and its base64 parts (see
+// connector.SecretForms).
 func Encodings(s string) []string {
 	return connector.SecretForms(s)
 }

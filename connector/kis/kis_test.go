@@ -2,6 +2,8 @@ package kis_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -356,11 +358,11 @@ func TestThrottlingInTheBodyIsRateLimited(t *testing.T) {
 			var observed []error
 			var mu sync.Mutex
 			c := e.connector(t, func(o *connector.Options) {
-				o.Observe = func(call connector.Call, st int, h http.Header, err error) {
+				o.Observe = func(_ context.Context, ob connector.Observation) {
 					mu.Lock()
 					defer mu.Unlock()
-					if call.Kind == connector.CallData {
-						observed = append(observed, err)
+					if ob.Call.Kind == connector.CallData {
+						observed = append(observed, ob.Err)
 					}
 				}
 			})
@@ -436,7 +438,10 @@ func TestTokenEndpointAnswers(t *testing.T) {
 		}
 		var kinds []string
 		c := e.connector(t, func(o *connector.Options) {
-			o.Gate = func(_ context.Context, call connector.Call) error { kinds = append(kinds, call.Kind); return nil }
+			o.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
+				kinds = append(kinds, call.Kind)
+				return connector.Permit{}, nil
+			}
 		})
 		_, _, err := fetchBody(t, c, e.request())
 		var ce *connector.Error
@@ -547,9 +552,21 @@ func TestNothingLeaks(t *testing.T) {
 }
 
 func TestTokenKey(t *testing.T) {
-	a := kis.TokenKey("https://openapi.koreainvestment.com:9443", "APPKEY12345")
-	b := kis.TokenKey("https://openapivts.koreainvestment.com:29443", "APPKEY12345")
-	if a == b || strings.Contains(a, "APPKEY") || a != kis.TokenKey("https://openapi.koreainvestment.com:9443", "APPKEY12345") {
-		t.Errorf("TokenKey: %s %s", a, b)
+	const real, mock = "https://openapi.koreainvestment.com:9443", "https://openapivts.koreainvestment.com:29443"
+	a := kis.TokenKey(real, "APPKEY12345", "SECRET")
+	if a != kis.TokenKey(real, "APPKEY12345", "SECRET") || strings.Contains(a, "APPKEY") || strings.Contains(a, "SECRET") {
+		t.Errorf("TokenKey: %s", a)
+	}
+	if a == kis.TokenKey(mock, "APPKEY12345", "SECRET") {
+		t.Error("the real and mock hosts share a key")
+	}
+	// Keyed with the secret: the app key alone (a guess, a leaked list)
+	// does not reproduce the key, the unkeyed hash it used to be.
+	if a == kis.TokenKey(real, "APPKEY12345", "") || a == kis.TokenKey(real, "APPKEY12345", "OTHER") {
+		t.Error("the key does not depend on the app secret")
+	}
+	unkeyed := sha256.Sum256([]byte("kis\x00" + real + "\x00" + "APPKEY12345"))
+	if a == "kis-"+hex.EncodeToString(unkeyed[:16]) {
+		t.Error("the key is an unkeyed hash of the app key")
 	}
 }

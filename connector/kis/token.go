@@ -3,6 +3,7 @@ package kis
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -33,12 +34,16 @@ const (
 // TokenPath is the token endpoint.
 const TokenPath = "/oauth2/tokenP"
 
-// TokenKey is the store key of an app key at a host: a SHA-256 of both, so
-// that neither the app key nor anything derived cheaply from it is ever a
-// file name, and the mock and real hosts never share a token.
-func TokenKey(baseURL, appKey string) string {
-	sum := sha256.Sum256([]byte("kis\x00" + baseURL + "\x00" + appKey))
-	return "kis-" + hex.EncodeToString(sum[:16])
+// TokenKey is the store key of an app key at a host: an HMAC-SHA256 of
+// both keyed with the app secret. It names a file or a token-keeper
+// workflow id, where others can read it: unkeyed, a hash of the app key
+// would confirm a guess (or a leaked list) of app keys; keyed with the
+// secret, it confirms nothing without it. The mock and real hosts never
+// share a token, and a new secret starts a new key.
+func TokenKey(baseURL, appKey, appSecret string) string {
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write([]byte("kis token\x00" + baseURL + "\x00" + appKey))
+	return "kis-" + hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 // usable reports whether t can be sent now: set, not the rejected one and
@@ -69,7 +74,7 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 	if t, ok := c.memory(rejected); ok {
 		return t, false, nil
 	}
-	key := TokenKey(c.base.BaseURL(), appKey)
+	key := TokenKey(c.base.BaseURL(), appKey, appSecret)
 	log := c.base.Logger()
 	rejected = c.rejectedToken(rejected)
 	if st, ok, err := c.store.Load(ctx, key); err != nil {

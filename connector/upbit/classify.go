@@ -59,6 +59,12 @@ func readEnvelope(head []byte) envelope {
 // BadRequest; 5xx Transient. The Code is the error name when the body
 // gives one, else the status.
 func Classify(h connector.Head) connector.Verdict {
+	v := classify(h)
+	v.Remaining = remainingOf(h.Header)
+	return v
+}
+
+func classify(h connector.Head) connector.Verdict {
 	env := envelope{}
 	isJSON := connector.Sniff(h.Bytes) == "json"
 	if isJSON {
@@ -100,6 +106,7 @@ func Classify(h connector.Head) connector.Verdict {
 		if !ok {
 			d = DefaultBlock
 		}
+		d = min(d, connector.MaxWait)
 		v := connector.Fail(connector.Blocked, code, msg)
 		v.Err.Until = h.Now.Add(d)
 		return v
@@ -126,5 +133,31 @@ func blockFromMessage(msg string) (time.Duration, bool) {
 	if err != nil || n <= 0 {
 		return 0, false
 	}
-	return time.Duration(n) * time.Second, true
+	return min(time.Duration(n)*time.Second, connector.MaxWait), true
+}
+
+// Groups are the rate-limit groups UPBIT documents. Remaining-Req names
+// the group of each answer; any other name is reported as "other", so that
+// a provider-controlled string never becomes an unbounded metrics label.
+var Groups = []string{"candles", "market", "trades", "ticker", "orderbook", "default", "order", "order-cancel-all"}
+
+// remainingOf reads Remaining-Req for Observe: what is left of the group's
+// current second. nil when the header is absent or unreadable.
+func remainingOf(h http.Header) *connector.Remaining {
+	v := h.Get("Remaining-Req")
+	if v == "" {
+		return nil
+	}
+	rr, err := ParseRemainingReq(v)
+	if err != nil {
+		return nil
+	}
+	group := "other"
+	for _, g := range Groups {
+		if strings.EqualFold(rr.Group, g) {
+			group = g
+			break
+		}
+	}
+	return &connector.Remaining{Group: group, Left: rr.Sec, Window: time.Second}
 }

@@ -2,6 +2,7 @@ package upbit
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +72,48 @@ func FuzzClassify(f *testing.F) {
 		if status == 418 && (v.Err == nil || v.Err.Class != connector.Blocked || v.Err.Until.Before(h.Now)) {
 			t.Fatalf("418 not blocked into the future: %+v", v.Err)
 		}
+		if v.Err != nil && (v.Err.Until.After(h.Now.Add(connector.MaxWait)) || v.Err.RetryAfter > connector.MaxWait) {
+			t.Fatalf("a wait beyond connector.MaxWait: %+v", v.Err)
+		}
 	})
+}
+
+// TestBlockIsCapped: a 418 whose Retry-After is an HTTP date centuries
+// ahead, or whose message names a huge block time, blocks for at most
+// connector.MaxWait, not until then.
+func TestBlockIsCapped(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for name, h := range map[string]connector.Head{
+		"http date": {Status: 418, Header: http.Header{"Retry-After": {"Fri, 31 Dec 2999 23:59:59 GMT"}}, Now: now, Bytes: []byte(`{}`), Complete: true},
+		"seconds":   {Status: 418, Header: http.Header{"Retry-After": {"99999999999"}}, Now: now, Bytes: []byte(`{}`), Complete: true},
+		"message": {Status: 418, Header: http.Header{}, Now: now, Complete: true,
+			Bytes: []byte(`{"error":{"name":"blocked","message":"IP 차단: 999999초 후 해제"}}`)},
+	} {
+		v := Classify(h)
+		if v.Err == nil || v.Err.Class != connector.Blocked || !v.Err.Until.Equal(now.Add(connector.MaxWait)) {
+			t.Errorf("%s: %+v, want blocked until %v", name, v.Err, now.Add(connector.MaxWait))
+		}
+	}
+	h := connector.Head{Status: 429, Header: http.Header{"Retry-After": {"Fri, 31 Dec 2999 23:59:59 GMT"}}, Now: now, Bytes: []byte(`{}`), Complete: true}
+	if v := Classify(h); v.Err == nil || v.Err.RetryAfter != connector.MaxWait {
+		t.Errorf("429 with a far HTTP date: %+v", v.Err)
+	}
+}
+
+// TestClassifyReportsBoundedRemaining: Remaining-Req becomes the verdict's
+// Remaining, with a group from UPBIT's documented list; any other group
+// name (provider-controlled) is reported as "other".
+func TestClassifyReportsBoundedRemaining(t *testing.T) {
+	for hdr, want := range map[string]*connector.Remaining{
+		"group=candles; min=1800; sec=9":                {Group: "candles", Left: 9, Window: time.Second},
+		"group=ORDERBOOK; sec=3":                        {Group: "orderbook", Left: 3, Window: time.Second},
+		"group=x-1f3a9c; sec=4":                         {Group: "other", Left: 4, Window: time.Second},
+		"group=" + strings.Repeat("z", 500) + "; sec=1": {Group: "other", Left: 1, Window: time.Second},
+		"garbage": nil,
+	} {
+		v := Classify(connector.Head{Status: 200, Header: http.Header{"Remaining-Req": {hdr}}, Bytes: []byte(`[{"market":"KRW-BTC"}]`), Now: time.Unix(0, 0)})
+		if (v.Remaining == nil) != (want == nil) || (want != nil && *v.Remaining != *want) {
+			t.Errorf("Remaining-Req %.40q: %+v, want %+v", hdr, v.Remaining, want)
+		}
+	}
 }

@@ -131,9 +131,9 @@ func TestCandleWindow(t *testing.T) {
 
 func TestFetchCandles(t *testing.T) {
 	f := &fakeUPBIT{}
-	var observed []http.Header
+	var observed []*connector.Remaining
 	c, reg, _ := setup(t, f, func(o *connector.Options) {
-		o.Observe = func(_ connector.Call, _ int, h http.Header, _ error) { observed = append(observed, h) }
+		o.Observe = func(_ context.Context, ob connector.Observation) { observed = append(observed, ob.Remaining) }
 	})
 	resp, err := c.Fetch(context.Background(), connector.Request{Provider: reg.Provider("upbit"), Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(7)})
 	if err != nil {
@@ -155,8 +155,8 @@ func TestFetchCandles(t *testing.T) {
 	if err != nil || rr.Group != "candles" {
 		t.Errorf("Remaining-Req in Response: %+v %v", rr, err)
 	}
-	if len(observed) != 1 || observed[0].Get("Remaining-Req") == "" {
-		t.Errorf("Observe did not get Remaining-Req: %v", observed)
+	if len(observed) != 1 || observed[0] == nil || observed[0].Group != "candles" || observed[0].Window != time.Second {
+		t.Errorf("Observe did not get Remaining-Req as a signal: %+v", observed)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command record runs a small real batch — embedded Temporal, the provider
 // simulator, a worker, a local lake — and writes the histories of the
 // DailyIngest, Refetch, ScopeLimiter and OpsEvents workflows it produced to
-// workflows/testdata, for the replay tests. Run it from the module root
+// workflows/testdata, for the replay tests; and a token keeper's, its
+// payloads sealed with the test key in workflows/testdata/token-keeper.key.
+// Run it from the module root
 // after changing workflow code on purpose:
 //
 //	go run ./workflows/testdata/record
@@ -23,6 +25,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/events"
@@ -31,6 +34,7 @@ import (
 	"github.com/sluicehq/sluice/simulator"
 	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
@@ -81,8 +85,26 @@ func run() error {
 		return err
 	}
 	defer tc.Close()
+	// A checkout does not keep the file's 0600: read it as text.
+	keyText, err := os.ReadFile(filepath.Join("workflows", "testdata", "token-keeper.key"))
+	if err != nil {
+		return err
+	}
+	ring, err := codec.ParseKeyring("workflows/testdata/token-keeper.key", string(keyText))
+	if err != nil {
+		return err
+	}
+	cd, err := codec.New(ring)
+	if err != nil {
+		return err
+	}
+	kc, err := tokenkeeper.SealingClient(ctx, tc, client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace()}, cd)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
 	w, err := worker.Start(worker.Options{
-		Client: tc, Registry: reg, Sink: lake, Logger: log, RateScale: 10,
+		Client: tc, Registry: reg, Sink: lake, Logger: log, RateScale: 10, TokenKeeper: kc,
 		BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
 		Credentials: connector.MapCredentials(withheld(simulator.TestCredentials(reg), "DATAGO_SERVICE_KEY")),
 	})
@@ -123,7 +145,13 @@ func run() error {
 		return err
 	}
 	lim := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: worker.DefaultTaskQueue})
-	if _, err := lim.Penalize(ctx, "fred/key", ratelimit.Limits{Tolerance: ratelimit.DefaultTolerance}, time.Second, "recorded for the replay test"); err != nil {
+	if _, err := lim.Penalize(ctx, "fred/key", ratelimit.Limits{Tolerance: ratelimit.DefaultTolerance},
+		ratelimit.PenalizeRequest{Penalty: ratelimit.Penalty{RetryAfter: time.Second}, Reason: "recorded for the replay test"}); err != nil {
+		return err
+	}
+	// A token keeper: a lease, a recorded request, a token saved, a
+	// release, a second holder finding the token, a query.
+	if err := recordKeeper(ctx, kc); err != nil {
 		return err
 	}
 	time.Sleep(time.Second) // let the events workflow's task complete
@@ -135,13 +163,41 @@ func run() error {
 		return err
 	}
 	for id, file := range map[string]string{
-		workflows.DailyWorkflowID(in.Date): "daily-ingest-revisions.json",
-		ratelimit.WorkflowID("fred/key"):   "scope-limiter.json",
-		events.WorkflowID:                  "ops-events.json",
-		"record-refetch":                   "refetch.json",
+		workflows.DailyWorkflowID(in.Date):      "daily-ingest-revisions.json",
+		ratelimit.WorkflowID("fred/key"):        "scope-limiter.json",
+		events.WorkflowID:                       "ops-events.json",
+		"record-refetch":                        "refetch.json",
+		tokenkeeper.WorkflowID(replayKeeperKey): "token-keeper.json",
 	} {
 		if err := save(ctx, tc, id, filepath.Join("workflows", "testdata", file)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// replayKeeperKey is the store key of the recorded token keeper.
+const replayKeeperKey = "kis-replay"
+
+func recordKeeper(ctx context.Context, kc client.Client) error {
+	for _, holder := range []string{"record-a", "record-b"} {
+		st, err := tokenkeeper.NewStore(kc, tokenkeeper.StoreOptions{TaskQueue: tokenkeeper.TaskQueue(worker.DefaultTaskQueue), Holder: holder})
+		if err != nil {
+			return err
+		}
+		err = st.WithLock(ctx, replayKeeperKey, func(ctx context.Context) error {
+			if tok, ok, err := st.Load(ctx, replayKeeperKey); err != nil || ok && tok.AccessToken != "" {
+				return err
+			}
+			now := time.Now()
+			if err := st.Save(ctx, replayKeeperKey, connector.Token{RequestedAt: now}); err != nil {
+				return err
+			}
+			return st.Save(ctx, replayKeeperKey, connector.Token{AccessToken: "replay-fixture-token", IssuedAt: now,
+				ExpiresAt: now.Add(24 * time.Hour), RequestedAt: now})
+		})
+		if err != nil {
+			return fmt.Errorf("recording the token keeper: %w", err)
 		}
 	}
 	return nil

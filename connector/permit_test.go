@@ -1,0 +1,288 @@
+package connector_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+)
+
+// The permit tests run on a fake clock that moves only where the test
+// moves it — inside a dial or a TLS handshake, which "take" connectTime —
+// so the clock a server reads when a request arrives is the clock at which
+// the request was written, whatever the machine's speed.
+
+const (
+	slack       = 50 * time.Millisecond // a permit's window, as the limiter's tolerance
+	connectTime = 10 * time.Second      // the dial and handshake timeouts
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// window is a permit as the limiter grants it: send at or after SendAt,
+// no later than Deadline.
+type window struct{ SendAt, Deadline time.Time }
+
+func (w window) holds(t time.Time) bool { return !t.Before(w.SendAt) && !t.After(w.Deadline) }
+
+// permitGate grants a permit valid from now for slack, and refuses with
+// refuse from the refuseAt-th call on (0: never).
+type permitGate struct {
+	clk      *fakeClock
+	mu       sync.Mutex
+	permits  []window
+	refuseAt int
+	refuse   error
+}
+
+func (g *permitGate) gate(context.Context, connector.Call) (connector.Permit, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refuseAt > 0 && len(g.permits)+1 >= g.refuseAt {
+		return connector.Permit{}, g.refuse
+	}
+	now := g.clk.Now()
+	w := window{now, now.Add(slack)}
+	g.permits = append(g.permits, w)
+	return connector.Permit{Deadline: w.Deadline}, nil
+}
+
+func (g *permitGate) granted() []window {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]window(nil), g.permits...)
+}
+
+// arrivals records, per path, the clock when each request arrived.
+type arrivals struct {
+	clk *fakeClock
+	mu  sync.Mutex
+	at  map[string][]time.Time
+}
+
+func (a *arrivals) record(path string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.at == nil {
+		a.at = map[string][]time.Time{}
+	}
+	a.at[path] = append(a.at[path], a.clk.Now())
+}
+
+func (a *arrivals) of(path string) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Time(nil), a.at[path]...)
+}
+
+// slowDialClient is a client configured like the shared one whose dials
+// take connectTime on clk, counting them.
+func slowDialClient(clk *fakeClock, dials *int, mu *sync.Mutex, delay bool) *http.Client {
+	c := connector.NewHTTPClient()
+	tr := c.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		mu.Lock()
+		*dials++
+		mu.Unlock()
+		if delay {
+			clk.Add(connectTime)
+		}
+		return conn, err
+	}
+	return c
+}
+
+// assertInsideItsPermit checks that every request arrived inside a permit
+// of its own, granted before it.
+func assertInsideItsPermit(t *testing.T, at []time.Time, permits []window) {
+	t.Helper()
+	used := map[int]bool{}
+	for _, a := range at {
+		found := false
+		for i := len(permits) - 1; i >= 0; i-- {
+			if !used[i] && permits[i].holds(a) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("a request left at %s, outside every unused permit %v", a.Format("15:04:05.000"), permits)
+		}
+	}
+}
+
+func newPermitBase(t *testing.T, url string, clk *fakeClock, g *permitGate, client *http.Client) *connector.Base {
+	return newBase(t, url, nil, nil, func(o *connector.Options) {
+		o.Now, o.Gate, o.HTTPClient = clk.Now, g.gate, client
+	})
+}
+
+var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// TestPermitCoversTheMomentTheRequestLeaves: the permit is taken before
+// the connection, and the dial takes ten seconds against a 50 ms window.
+// The request must not leave on that permit: once connected it asks the
+// gate again, keeps its connection (one dial) and is written inside the
+// new permit's window.
+func TestPermitCoversTheMomentTheRequestLeaves(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arr.record(r.URL.Path) }))
+	t.Cleanup(srv.Close)
+	g := &permitGate{clk: clk}
+	var mu sync.Mutex
+	dials := 0
+	b := newPermitBase(t, srv.URL, clk, g, slowDialClient(clk, &dials, &mu, true))
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	at, permits := arr.of("/x"), g.granted()
+	if len(at) != 1 {
+		t.Fatalf("%d requests arrived, want 1", len(at))
+	}
+	if permits[0].holds(at[0]) {
+		t.Fatalf("the clock did not move during the dial")
+	}
+	assertInsideItsPermit(t, at, permits)
+	if len(permits) != 2 || dials != 1 {
+		t.Errorf("%d permits and %d dials; want the stale permit replaced once on the same connection", len(permits), dials)
+	}
+}
+
+// TestPermitCoversASlowTLSHandshake: the same with a server whose TLS
+// handshake takes ten seconds.
+func TestPermitCoversASlowTLSHandshake(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arr.record(r.URL.Path) }))
+	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		clk.Add(connectTime)
+		return nil, nil
+	}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	g := &permitGate{clk: clk}
+	var mu sync.Mutex
+	dials := 0
+	client := slowDialClient(clk, &dials, &mu, false)
+	client.Transport.(*http.Transport).TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	b := newPermitBase(t, srv.URL, clk, g, client)
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	at := arr.of("/x")
+	if len(at) != 1 {
+		t.Fatalf("%d requests arrived, want 1", len(at))
+	}
+	assertInsideItsPermit(t, at, g.granted())
+	if n := len(g.granted()); n != 2 || dials != 1 {
+		t.Errorf("%d permits and %d dials; want the stale permit replaced once on the same connection", n, dials)
+	}
+}
+
+// TestALateRequestTheGateRefusesIsNeverSent: when the gate refuses the
+// new permit (a quota spent, the caller cancelled), the late request is
+// not sent at all, the error says why, and its connection is closed rather
+// than leaked.
+func TestALateRequestTheGateRefusesIsNeverSent(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	closed := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arr.record(r.URL.Path) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	refusal := errors.New("daily quota spent")
+	g := &permitGate{clk: clk, refuseAt: 2, refuse: refusal}
+	var mu sync.Mutex
+	dials := 0
+	b := newPermitBase(t, srv.URL, clk, g, slowDialClient(clk, &dials, &mu, true))
+	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	if !errors.Is(err, refusal) {
+		t.Fatalf("err = %v, want the gate's refusal", err)
+	}
+	if at := arr.of("/x"); len(at) != 0 {
+		t.Errorf("the late request was sent on its stale permit (at %v)", at)
+	}
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Error("the connection held for the late request was never closed")
+	}
+}
+
+// TestATransportRetryGetsAPermitOfItsOwn: net/http sends a GET a second
+// time, on a new connection, when a reused connection closes before the
+// answer. That second send is a provider call too: it waits for a permit
+// of its own.
+func TestATransportRetryGetsAPermitOfItsOwn(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arr.record(r.URL.Path)
+		if r.URL.Path == "/x" {
+			hang := false
+			once.Do(func() { hang = true })
+			if hang {
+				// Read the request, then drop the connection unanswered.
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+		}
+		w.Write([]byte("{}"))
+	}))
+	t.Cleanup(srv.Close)
+	g := &permitGate{clk: clk}
+	var mu sync.Mutex
+	dials := 0
+	b := newPermitBase(t, srv.URL, clk, g, slowDialClient(clk, &dials, &mu, false))
+	for _, path := range []string{"/warm", "/x"} {
+		resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + path, Classify: accept})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		resp.Body.Close()
+	}
+	if at := arr.of("/x"); len(at) != 2 {
+		t.Fatalf("/x arrived %d times; the test needs the transport's retry", len(at))
+	}
+	if n := len(g.granted()); n != 3 {
+		t.Errorf("%d permits for 3 sends (/warm, /x and its retry)", n)
+	}
+}

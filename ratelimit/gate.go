@@ -1,0 +1,418 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/metrics"
+	"github.com/sluicehq/sluice/registry"
+)
+
+// Error codes of the failures the gate itself decides.
+const (
+	// CodeNoScope: the dataset counts against no scope instance, so no
+	// permit can be held for it: the call is refused, never sent.
+	CodeNoScope = "sluice-no-scope"
+	// CodeQuota: the scope's declared daily quota is spent.
+	CodeQuota = "sluice-quota"
+	// CodeHeldBack: the scope's next slot is far away (paused after a
+	// provider's wait): try later.
+	CodeHeldBack = "sluice-held-back"
+)
+
+// maxAlign bounds the rounds a call with several scopes takes to hold a
+// permit of each at once.
+const maxAlign = 20
+
+// GateOptions configure a Gate.
+type GateOptions struct {
+	Registry *registry.Registry // required
+	Client   *Client            // required
+	// RateScale multiplies every declared rate (against a simulator at the
+	// same scale, see CheckScale); ≤ 0 means 1.
+	RateScale float64
+	// Tolerance is the limiter's send tolerance (0: DefaultTolerance).
+	Tolerance time.Duration
+	// MaxQuotaWait is how long a dataset may wait for a daily quota to
+	// reset (QuotaWait): within one permit up to MaxAhead, beyond it in the
+	// workflow.
+	MaxQuotaWait time.Duration
+	Events       *events.Emitter  // nil: events are only logged
+	Metrics      *metrics.Metrics // nil: no metrics
+	Logger       *slog.Logger     // nil: slog.Default()
+}
+
+// Gate is the rate-limit policy of one worker process, plugged into every
+// connector (connector.Options.Gate and Observe): before a data call it
+// holds a permit of every scope instance the call counts against, at one
+// common moment; after the call it reports what the provider said — a
+// rejection to the scopes' limiters, Remaining-Req to the metrics, an
+// operational event for every backoff and every exhausted quota. Token
+// calls are paced by the token store, not here. Safe for concurrent use.
+type Gate struct {
+	reg          *registry.Registry
+	client       *Client
+	limits       map[string]Limits
+	maxQuotaWait time.Duration
+	events       *events.Emitter
+	metrics      *metrics.Metrics
+	log          *slog.Logger
+}
+
+// NewGate builds the gate and the limits of every scope instance at the
+// rate scale; a scaled limit that no longer makes sense (a window or
+// interval rounded to nothing) is an error.
+func NewGate(o GateOptions) (*Gate, error) {
+	if o.Registry == nil || o.Client == nil {
+		return nil, errors.New("creating rate-limit gate: registry and limiter client are required")
+	}
+	tol := o.Tolerance
+	if tol <= 0 {
+		tol = DefaultTolerance
+	}
+	g := &Gate{reg: o.Registry, client: o.Client, limits: map[string]Limits{}, maxQuotaWait: max(o.MaxQuotaWait, 0),
+		events: o.Events, metrics: o.Metrics, log: o.Logger}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	for _, s := range o.Registry.Scopes {
+		lim := FromScope(s, o.RateScale, tol)
+		if err := lim.Validate(); err != nil {
+			return nil, fmt.Errorf("creating rate-limit gate: scope %s at rate scale %g: %w", s.ID, o.RateScale, err)
+		}
+		if s.Limit.MinInterval > 0 && lim.MinInterval <= 0 {
+			return nil, fmt.Errorf("creating rate-limit gate: scope %s: min interval %s vanishes at rate scale %g", s.ID, s.Limit.MinInterval, o.RateScale)
+		}
+		g.limits[s.ID] = lim
+	}
+	return g, nil
+}
+
+// Limits returns the limits the gate asks a scope instance's limiter for.
+func (g *Gate) Limits(scopeID string) Limits { return g.limits[scopeID] }
+
+// MaxQuotaWait is how long a dataset may wait for a quota reset (0 for a
+// nil gate).
+func (g *Gate) MaxQuotaWait() time.Duration {
+	if g == nil {
+		return 0
+	}
+	return g.maxQuotaWait
+}
+
+// Warm starts the limiter of every scope instance that has datasets (and
+// has it recover its last state), so the first calls of a batch wait for
+// neither.
+func (g *Gate) Warm(ctx context.Context) error {
+	var errs []error
+	for _, s := range g.reg.Scopes {
+		if len(s.Datasets) == 0 {
+			continue
+		}
+		if err := g.client.Warm(ctx, s.ID, g.limits[s.ID]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tracker carries the grants of a call from Wait to Observe.
+type tracker struct {
+	mu     sync.Mutex
+	grants map[string]uint64 // scope → grant id of the last data call
+}
+
+type trackerKey struct{}
+
+// Track returns a context whose calls the gate follows from permit to
+// answer, so that a rejection names the grant it answers (Penalty.GrantID:
+// a confirmed rejection, or one of a call already in flight). Activities
+// call it once before a fetch or probe; calls made without it are
+// penalized without a grant id.
+func Track(ctx context.Context) context.Context {
+	return context.WithValue(ctx, trackerKey{}, &tracker{grants: map[string]uint64{}})
+}
+
+func trackerOf(ctx context.Context) *tracker {
+	t, _ := ctx.Value(trackerKey{}).(*tracker)
+	return t
+}
+
+// Wait is connector.Options.Gate: it returns when the call may be sent,
+// holding a permit of every scope instance the call counts against, with
+// the earliest of their deadlines: the connector checks it again once its
+// connection is ready and asks again when the request would leave late. A
+// data call whose dataset has no scope is refused (BadRequest, never
+// retried): no call leaves without a permit. Token calls are paced by the
+// token store (once a minute per app key), not here.
+func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit, error) {
+	if call.Kind != connector.CallData {
+		return connector.Permit{}, nil
+	}
+	scopes := g.reg.ScopesFor(call.Dataset)
+	if len(scopes) == 0 {
+		return connector.Permit{}, &connector.Error{Class: connector.BadRequest, Provider: call.Provider, Dataset: call.Dataset, Code: CodeNoScope,
+			Message: "the dataset counts against no rate-limit scope of the registry, so no permit can be held for it: the call is refused"}
+	}
+	stop := keepAlive(ctx)
+	defer stop()
+	start := time.Now()
+	permits, err := g.hold(ctx, scopes)
+	if err != nil {
+		var q *QuotaError
+		if errors.As(err, &q) {
+			g.emit(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: q.Scope, Provider: call.Provider, Dataset: call.Dataset,
+				Message: fmt.Sprintf("declared daily quota of %d calls used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))})
+			return connector.Permit{}, &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
+				Code: CodeQuota, Message: q.Error(), ResetAt: q.ResetAt}
+		}
+		var w *WaitError
+		if errors.As(err, &w) {
+			return connector.Permit{}, &connector.Error{Class: connector.RateLimited, Provider: call.Provider, Dataset: call.Dataset,
+				Code: CodeHeldBack, Message: w.Error(), RetryAfter: w.Wait}
+		}
+		return connector.Permit{}, err
+	}
+	waited := time.Since(start)
+	t := trackerOf(ctx)
+	if t != nil {
+		t.mu.Lock()
+	}
+	for _, p := range permits {
+		g.metrics.Wait(p.Scope, waited)
+		if t != nil {
+			t.grants[p.Scope] = p.GrantID
+		}
+	}
+	if t != nil {
+		t.mu.Unlock()
+	}
+	var grant connector.Permit
+	for _, p := range permits {
+		if grant.Deadline.IsZero() || p.Deadline.Before(grant.Deadline) {
+			grant.Deadline = p.Deadline
+		}
+	}
+	return grant, nil
+}
+
+// hold acquires a permit of every scope and returns once all of them allow
+// the call at one moment. The limiters are separate workflows, so one
+// decision for all is not possible; instead each round asks the scopes
+// whose permits do not cover the latest send time for a permit no earlier
+// than it, and gives back the ones replaced (by grant id: the slots go to
+// other callers). A permit that expired while waiting is given back and
+// asked for again. With one scope this is acquire, wait, send.
+func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance) ([]Permit, error) {
+	held := make([]Permit, len(scopes))
+	have := make([]bool, len(scopes))
+	var delay time.Duration
+	for round := 0; round < maxAlign; round++ {
+		if err := g.acquireMissing(ctx, scopes, held, have, delay); err != nil {
+			g.client.Release(heldOnly(held, have)...)
+			return nil, err
+		}
+		at, end := held[0].SendAt, held[0].Deadline
+		for _, p := range held[1:] {
+			if p.SendAt.After(at) {
+				at = p.SendAt
+			}
+			if p.Deadline.Before(end) {
+				end = p.Deadline
+			}
+		}
+		if !at.After(end) {
+			if err := sleepUntil(ctx, at, nil); err != nil {
+				g.client.Release(held...)
+				return nil, err
+			}
+			if !time.Now().After(end) {
+				return held, nil
+			}
+			// Late (the process stalled): give all back, start over.
+			g.client.Release(held...)
+			clear(have)
+			delay = 0
+			continue
+		}
+		// Not together: keep the permits that cover at, replace the others
+		// with permits no earlier than at.
+		for i, p := range held {
+			if p.Deadline.Before(at) {
+				g.client.Release(p)
+				have[i] = false
+			}
+		}
+		delay = max(time.Until(at), 0)
+	}
+	g.client.Release(heldOnly(held, have)...)
+	return nil, &connector.Error{Class: connector.Transient, Message: fmt.Sprintf("could not hold permits of all its %d scopes at once in %d rounds", len(scopes), maxAlign)}
+}
+
+// acquireMissing asks every scope without a held permit for one, at once.
+func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInstance, held []Permit, have []bool, delay time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(scopes))
+	for i, s := range scopes {
+		if have[i] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: delay})
+			if err != nil {
+				var q *QuotaError
+				var w *WaitError
+				if !errors.As(err, &q) && !errors.As(err, &w) {
+					err = fmt.Errorf("waiting for a permit of %s: %w", s.ID, err)
+				}
+				errs[i] = err
+				return
+			}
+			held[i], have[i] = p, true
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func heldOnly(held []Permit, have []bool) []Permit {
+	var out []Permit
+	for i, p := range held {
+		if have[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// keepAlive heartbeats an activity about every second until stopped, so
+// that a call waiting for its permits keeps its activity alive.
+func keepAlive(ctx context.Context) func() {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// Observe is connector.Options.Observe: it counts the call, exports what
+// the provider says is left of its budget, and when the provider rejected
+// a call the limiter had granted — the declaration was wrong — penalizes
+// each of the call's scopes and records a ratelimit.backoff event.
+func (g *Gate) Observe(ctx context.Context, o connector.Observation) {
+	call := o.Call
+	if call.Kind != connector.CallData {
+		return
+	}
+	if r := o.Remaining; r != nil {
+		g.metrics.RemainingRequests(call.Provider, r.Group, r.Left)
+	}
+	outcome := "ok"
+	class, classified := connector.ClassOf(o.Err)
+	if classified {
+		outcome = class.String()
+	} else if o.Err != nil {
+		outcome = "error"
+	}
+	scopes := g.reg.ScopesFor(call.Dataset)
+	for _, s := range scopes {
+		g.metrics.Call(call.Provider, s.ID, outcome)
+	}
+	if !classified || (class != connector.RateLimited && class != connector.Blocked) {
+		return
+	}
+	var ce *connector.Error
+	errors.As(o.Err, &ce)
+	pen := Penalty{RetryAfter: ce.RetryAfter, Block: class == connector.Blocked}
+	if pen.Block && !ce.Until.IsZero() {
+		pen.RetryAfter = time.Until(ce.Until)
+	}
+	pen.RetryAfter = min(max(pen.RetryAfter, 0), MaxPause)
+	var grants map[string]uint64
+	if t := trackerOf(ctx); t != nil {
+		t.mu.Lock()
+		grants = maps.Clone(t.grants)
+		t.mu.Unlock()
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for _, s := range scopes {
+		p := pen
+		p.GrantID = grants[s.ID]
+		res, err := g.client.Penalize(pctx, s.ID, g.limits[s.ID], PenalizeRequest{Penalty: p, Reason: ce.Code})
+		if err != nil {
+			g.log.Error("backing off scope", "scope", s.ID, "err", err)
+			continue
+		}
+		g.metrics.Backoff(s.ID, res.Factor)
+		what := fmt.Sprintf("rate lowered from %.3g× to %.3g× of the declaration", res.Previous, res.Factor)
+		if !res.Confirmed {
+			what = fmt.Sprintf("an answer to a call granted before the last decrease: counted, rate stays %.3g× of the declaration", res.Factor)
+		}
+		g.emit(pctx, events.Event{
+			Kind: events.KindBackoff, Scope: s.ID, Provider: call.Provider, Dataset: call.Dataset,
+			Message: fmt.Sprintf("provider answered %s (%s) within the declared limits: %s", class, ce.Code, what),
+			Attrs: map[string]string{
+				"declared":    describeLimits(g.limits[s.ID]),
+				"observed":    fmt.Sprintf("%s %s at HTTP %d", class, ce.Code, o.Status),
+				"factor":      fmt.Sprintf("%.4g", res.Factor),
+				"confirmed":   fmt.Sprint(res.Confirmed),
+				"retry_after": p.RetryAfter.String(),
+				"pause":       res.Pause.String(),
+			},
+		})
+	}
+}
+
+// emit records an operational event (or only logs it without an
+// emitter).
+func (g *Gate) emit(ctx context.Context, e events.Event) {
+	if g.events == nil {
+		g.log.Warn(e.Kind, "scope", e.Scope, "provider", e.Provider, "dataset", e.Dataset, "msg", e.Message)
+		return
+	}
+	g.events.Emit(ctx, e)
+}
+
+func describeLimits(l Limits) string {
+	var parts []string
+	for _, w := range l.Windows {
+		parts = append(parts, fmt.Sprintf("%d/%s", w.Count, w.Length))
+	}
+	if l.MinInterval > 0 {
+		parts = append(parts, fmt.Sprintf("min-interval %s", l.MinInterval))
+	}
+	if l.DailyQuota > 0 {
+		parts = append(parts, fmt.Sprintf("%d/day", l.DailyQuota))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,171 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/registry"
+)
+
+// twinRegistry is a registry whose one provider counts every call against
+// two scopes: a fast window with a daily quota (fred/ip, held first: scope
+// ids sort) and a slow minimum interval (fred/key).
+func twinRegistry(t *testing.T, tz string) *registry.Registry {
+	t.Helper()
+	providers := fmt.Sprintf(`providers:
+  - id: fred
+    timezone: %s
+    auth: api_key_query
+    rate_limits:
+      - scope: ip
+        requests_per_second: 10
+        requests_per_day: 1000
+      - scope: key
+        min_interval_seconds: 0.15
+`, tz)
+	fsys := fstest.MapFS{
+		"providers.yaml":     {Data: []byte(providers)},
+		"datasets/fred.yaml": {Data: []byte("id: fred-dgs10\nprovider: fred\nrequest: {series_id: DGS10}\n")},
+	}
+	reg, err := registry.Load(fsys, "twin", registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(reg.ScopesFor("fred-dgs10")); n != 2 {
+		t.Fatalf("fred-dgs10 counts against %d scopes, want 2", n)
+	}
+	return reg
+}
+
+// TestGateHoldsEveryScopeAtOnce: a call that counts against two scopes is
+// sent only once it holds a permit of each at one moment; the permits it
+// could not use together go back to their ledgers, so the daily quota
+// counts exactly the calls sent. (The old gate acquired scope after scope
+// and left the permits that expired meanwhile counted: 221 of the quota for
+// these 12 calls.)
+func TestGateHoldsEveryScopeAtOnce(t *testing.T) {
+	tc := startTemporal(t)
+	reg := twinRegistry(t, middayZone(time.Now()))
+	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
+	g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: lc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const calls = 12
+	var mu sync.Mutex
+	var sent []time.Time
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := g.Wait(ctx, connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}); err != nil {
+				t.Errorf("wait: %v", err)
+				return
+			}
+			mu.Lock()
+			sent = append(sent, time.Now())
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sort.Slice(sent, func(i, j int) bool { return sent[i].Before(sent[j]) })
+	for i := 1; i < len(sent); i++ {
+		if gap := sent[i].Sub(sent[i-1]); gap < 150*time.Millisecond {
+			t.Errorf("calls %d and %d %v apart: fred/key's interval is 150ms", i-1, i, gap)
+		}
+	}
+	for i := 10; i < len(sent); i++ {
+		if sent[i].Sub(sent[i-10]) < time.Second {
+			t.Errorf("11 calls within a second: fred/ip allows 10")
+		}
+	}
+	ip, err := lc.State(ctx, "fred/ip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ip.Ledger.DayCount(time.Now(), ip.Limits); c != len(sent) {
+		t.Errorf("fred/ip counted %d calls today, %d were sent: permits not used were not given back", c, len(sent))
+	}
+	t.Logf("%d calls; fred/ip granted %d, released %d", len(sent), ip.Ledger.Granted, ip.Ledger.Released)
+}
+
+// TestGateRefusesCallWithoutScope: a data call whose dataset counts
+// against no scope is refused at the gate, never sent without a permit,
+// and its error is a BadRequest (never retried).
+func TestGateRefusesCallWithoutScope(t *testing.T) {
+	reg := twinRegistry(t, "UTC")
+	lc := ratelimit.NewClient(nil, ratelimit.ClientOptions{})
+	g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: lc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Wait(context.Background(), connector.Call{Provider: "fred", Dataset: "fred-unscoped", Kind: connector.CallData})
+	var ce *connector.Error
+	if !errors.As(err, &ce) || ce.Class != connector.BadRequest || ce.Code != ratelimit.CodeNoScope || ce.Dataset != "fred-unscoped" {
+		t.Fatalf("call without a scope: %v", err)
+	}
+	if st := lc.Stats(); st.Updates != 0 {
+		t.Errorf("the limiter was asked %d times", st.Updates)
+	}
+	// Token calls are paced by the token store, not the gate.
+	if _, err := g.Wait(context.Background(), connector.Call{Provider: "fred", Kind: connector.CallToken}); err != nil {
+		t.Errorf("token call: %v", err)
+	}
+}
+
+// TestGateRecordsCappedBackoff: a provider's rejection penalizes every
+// scope of the call, naming the grant it answers, and records a
+// ratelimit.backoff event per scope whose retry_after is the capped wait,
+// not a century.
+func TestGateRecordsCappedBackoff(t *testing.T) {
+	tc := startTemporal(t)
+	reg := twinRegistry(t, "UTC")
+	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
+	g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: lc,
+		Events: events.NewEmitter(events.NewRecorder(tc, "limiter-test"), nil, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ratelimit.Track(context.Background())
+	call := connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}
+	if _, err := g.Wait(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	g.Observe(ctx, connector.Observation{Call: call, Status: 418, Err: &connector.Error{Class: connector.Blocked, Provider: "fred", Code: "418",
+		Until: time.Now().Add(100 * 365 * 24 * time.Hour)}})
+	for _, scope := range []string{"fred/key", "fred/ip"} {
+		st, err := lc.State(ctx, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Ledger.Penalties != 1 || st.Ledger.Decreases != 1 || st.Ledger.PausedUntil.Sub(st.Now) > ratelimit.MaxPause {
+			t.Errorf("%s after a century's block: penalties %d, decreases %d, paused until %v (now %v)", scope, st.Ledger.Penalties, st.Ledger.Decreases, st.Ledger.PausedUntil, st.Now)
+		}
+	}
+	var evs []events.Event
+	for deadline := time.Now().Add(30 * time.Second); len(evs) < 2 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if evs, err = events.List(ctx, tc); err != nil {
+			evs = nil
+		}
+	}
+	if len(evs) != 2 {
+		t.Fatalf("events %+v, want one backoff per scope", evs)
+	}
+	for _, e := range evs {
+		if e.Kind != events.KindBackoff || e.Attrs["retry_after"] != "1h0m0s" || e.Attrs["pause"] != "1h0m0s" || e.Attrs["confirmed"] != "true" {
+			t.Errorf("event %+v: want the capped wait (1h0m0s) recorded", e)
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package ratelimit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// limiterUpdatesPerRun bounds a limiter run's history: after this many
+// updates it continues as new, carrying its state.
+const limiterUpdatesPerRun = 1000
+
+// CallerTTL is how long a client's limits count after its last request.
+// It is longer than any grant the client holds can still be used
+// (MaxAhead plus the widest tolerance), so a client's tolerance is kept
+// while any of its calls may still be sent.
+const CallerTTL = 10 * time.Minute
+
+// ScopeLimiter is the singleton limiter of one scope instance (workflow id
+// WorkflowID(scope)). It holds the scope's ledger — recent grants, the
+// quota counts per day, the backoff state — and answers acquire updates
+// with grant times, so that calls from every worker process on every
+// machine are paced by one authority.
+//
+// The state outlives the run. It is carried across continue-as-new (every
+// limiterUpdatesPerRun updates, when the server suggests it, and on a
+// cancel request). A run that starts without it — after a terminate, or
+// as the reset of an earlier run — grants nothing until a client has
+// handed it the last run's state (RecoverUpdate, read by Client from the
+// closed run), or told it to quarantine when that state cannot be read.
+// The workflow itself issues no command but continue-as-new, so a reset
+// replays it without a nondeterminism error.
+//
+// Limits are the stricter of every live caller's (CallerTTL) and the
+// operator's (ReconfigureUpdate): a worker with a stale registry tightens
+// the scope while it runs, and the scope relaxes once no live worker asks
+// for the stricter value.
+func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
+	if err := in.Limits.Validate(); err != nil {
+		return fmt.Errorf("starting limiter %s: %w", in.ScopeID, err)
+	}
+	info := workflow.GetInfo(ctx)
+	runID := info.WorkflowExecution.RunID
+	s := &limiterState{
+		scope: in.ScopeID, ledger: in.Ledger, effective: in.Limits, callers: in.Callers,
+		override: in.Override, epoch: in.Epoch,
+		// A run started afresh recovers the last run's state. So does a
+		// reset run: its input is its base run's, which says nothing of
+		// what that run granted after the reset point.
+		recovering: (in.Protocol >= LimiterProtocol && !in.Recovered) || (info.OriginalRunID != "" && runID != info.OriginalRunID),
+	}
+	s.ledger.Upgrade()
+	log := workflow.GetLogger(ctx)
+	handled := 0
+	err := workflow.SetUpdateHandlerWithOptions(ctx, AcquireUpdate,
+		func(ctx workflow.Context, req AcquireRequest) (AcquireResponse, error) {
+			handled++
+			now := workflow.Now(ctx)
+			s.see(now, req.Caller, req.Limits)
+			if s.recovering {
+				return AcquireResponse{Recover: true, RunID: runID, Factor: 1}, nil
+			}
+			lim := s.effective
+			s.ledger.Release(req.Release, lim)
+			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay})
+			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID}
+			for _, g := range ans.Grants {
+				resp.Waits = append(resp.Waits, g.At.Sub(now))
+			}
+			return resp, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AcquireRequest) error {
+			if req.N < 1 || req.N > MaxBatch {
+				return fmt.Errorf("acquire: n = %d, want 1 to %d", req.N, MaxBatch)
+			}
+			return req.Limits.Validate()
+		}})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandler(ctx, PenalizeUpdate,
+		func(ctx workflow.Context, req PenalizeRequest) (PenalizeResponse, error) {
+			handled++
+			now := workflow.Now(ctx)
+			res := s.ledger.Penalize(now, s.effective, req.Penalty)
+			log.Warn("ratelimit.backoff", "scope", in.ScopeID, "factor", res.Factor, "previous", res.Previous,
+				"confirmed", res.Confirmed, "pause", res.Pause, "reason", req.Reason)
+			return res, nil
+		})
+	if err != nil {
+		return err
+	}
+	state := func() (State, error) { return s.state(workflow.Now(ctx), runID), nil }
+	if err := workflow.SetQueryHandler(ctx, StateQuery, state); err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandler(ctx, PingUpdate, func(ctx workflow.Context) (State, error) {
+		handled++
+		return state()
+	})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandler(ctx, RecoverUpdate, func(ctx workflow.Context, req RecoverRequest) (State, error) {
+		handled++
+		now := workflow.Now(ctx)
+		if s.recovering && req.ForRunID == runID {
+			s.recover(now, req)
+			log.Info("limiter recovered", "scope", in.ScopeID, "from", req.From, "quarantine", req.Quarantine, "reason", req.Reason)
+		}
+		return state()
+	})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, ReconfigureUpdate,
+		func(ctx workflow.Context, req ReconfigureRequest) (State, error) {
+			handled++
+			s.reconfigure(workflow.Now(ctx), req)
+			log.Info("limiter reconfigured", "scope", in.ScopeID, "cleared", req.Limits == nil, "reason", req.Reason, "caller", req.Caller)
+			return state()
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ReconfigureRequest) error {
+			if req.Limits == nil {
+				return nil
+			}
+			return req.Limits.Validate()
+		}})
+	if err != nil {
+		return err
+	}
+	err = workflow.Await(ctx, func() bool {
+		return !s.recovering && (handled >= limiterUpdatesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested())
+	})
+	if err != nil {
+		if !temporal.IsCanceledError(err) {
+			return err
+		}
+		// A cancel request ends this run, not the scope's state: continue
+		// as new with it.
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		log.Warn("limiter cancelled; continuing as new with its state", "scope", in.ScopeID, "recovering", s.recovering)
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	return workflow.NewContinueAsNewError(ctx, WorkflowName, s.input())
+}
+
+// limiterState is a limiter run's state.
+type limiterState struct {
+	scope     string
+	ledger    Ledger
+	effective Limits
+	callers   []CallerLimits // sorted by Caller
+	override  *Limits
+	epoch     int
+	// reconfigured is set when this run was reconfigured while recovering:
+	// its override then wins over the recovered one.
+	reconfigured  bool
+	recovering    bool
+	recoveredFrom string
+}
+
+func (s *limiterState) input() LimiterInput {
+	return LimiterInput{ScopeID: s.scope, Protocol: LimiterProtocol, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
+		Override: s.override, Epoch: s.epoch, Recovered: !s.recovering}
+}
+
+func (s *limiterState) state(now time.Time, runID string) State {
+	return State{ScopeID: s.scope, RunID: runID, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
+		Override: s.override, Epoch: s.epoch, Recovering: s.recovering, RecoveredFrom: s.recoveredFrom,
+		Factor: s.ledger.CurrentFactor(now, s.effective), Now: now}
+}
+
+// see records the limits a caller asks with and recomputes the effective
+// limits.
+func (s *limiterState) see(now time.Time, caller string, lim Limits) {
+	if caller == "" {
+		caller = "?"
+	}
+	s.upsert(CallerLimits{Caller: caller, Limits: lim, Seen: now, Epoch: s.epoch})
+	s.recompute(now)
+}
+
+// recompute drops callers not seen for CallerTTL and sets the effective
+// limits: the stricter of the operator's and every live caller's that
+// asked since the last reconfigure, with the widest tolerance of any live
+// caller. With nobody live and no operator's limits, they stay as they
+// were.
+func (s *limiterState) recompute(now time.Time) {
+	s.callers = slices.DeleteFunc(s.callers, func(c CallerLimits) bool { return now.Sub(c.Seen) > CallerTTL })
+	var eff *Limits
+	if s.override != nil {
+		o := *s.override
+		eff = &o
+	}
+	var tol time.Duration
+	for _, c := range s.callers {
+		tol = max(tol, c.Limits.Tolerance)
+		if c.Epoch != s.epoch {
+			continue
+		}
+		if eff == nil {
+			l := c.Limits
+			eff = &l
+		} else {
+			l := Stricter(*eff, c.Limits)
+			eff = &l
+		}
+	}
+	if eff == nil {
+		return
+	}
+	eff.Tolerance = max(eff.Tolerance, tol)
+	s.effective = *eff
+}
+
+func (s *limiterState) reconfigure(now time.Time, req ReconfigureRequest) {
+	if req.Limits != nil {
+		o := *req.Limits
+		s.override = &o
+	} else {
+		s.override = nil
+	}
+	s.epoch++
+	if s.recovering {
+		s.reconfigured = true
+	}
+	s.recompute(now)
+}
+
+// recover applies a RecoverRequest: the run before's state, a quarantine,
+// or nothing (a first run). What this run learnt while recovering — a
+// penalty, an operator's limits, its callers — is kept.
+func (s *limiterState) recover(now time.Time, req RecoverRequest) {
+	pending := s.ledger
+	switch {
+	case req.State != nil:
+		st := req.State
+		s.ledger = st.Ledger
+		s.ledger.Upgrade()
+		mine, myEpoch := s.callers, s.epoch
+		s.callers = slices.Clone(st.Callers)
+		slices.SortFunc(s.callers, func(a, b CallerLimits) int { return strings.Compare(a.Caller, b.Caller) })
+		if s.reconfigured {
+			s.epoch = max(st.Epoch, myEpoch) + 1
+		} else {
+			s.epoch, s.override = st.Epoch, st.Override
+		}
+		for _, c := range mine {
+			if c.Epoch == myEpoch {
+				c.Epoch = s.epoch
+			} else {
+				c.Epoch = -1 // asked before this run's reconfigure
+			}
+			s.upsert(c)
+		}
+		if len(s.callers) == 0 && s.override == nil && st.Limits.Validate() == nil {
+			s.effective = st.Limits
+		}
+	case req.Quarantine:
+		s.ledger.Quarantine(now, s.effective)
+	}
+	s.ledger.absorbBackoff(pending, now, s.effective)
+	s.recovering, s.recoveredFrom = false, req.From
+	s.recompute(now)
+}
+
+func (s *limiterState) upsert(c CallerLimits) {
+	i, found := slices.BinarySearchFunc(s.callers, c.Caller, func(x CallerLimits, id string) int { return strings.Compare(x.Caller, id) })
+	if found {
+		s.callers[i] = c
+	} else {
+		s.callers = slices.Insert(s.callers, i, c)
+	}
+}
+
+// absorbBackoff keeps the backoff another ledger of the same scope learnt
+// (penalties reported while a run was recovering): the lower factor, the
+// later pause.
+func (l *Ledger) absorbBackoff(o Ledger, now time.Time, lim Limits) {
+	l.Penalties += o.Penalties
+	l.Decreases += o.Decreases
+	if o.PausedUntil.After(l.PausedUntil) {
+		l.PausedUntil = o.PausedUntil
+	}
+	if o.Decreases > 0 {
+		if f := o.CurrentFactor(now, lim); f < l.CurrentFactor(now, lim) {
+			l.Factor, l.ChangedAt = f, now
+			l.DecreaseID, l.DecreaseHorizon = l.NextID, now
+		}
+	}
+}
