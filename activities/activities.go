@@ -1,8 +1,9 @@
 // Package activities holds Sluice's Temporal activities: Ingest (fetch →
-// zstd → lake as one stream, returning metadata only) and Probe (the
-// cheapest request that proves a dataset answers). Every provider call
-// passes the rate-limit gate of its scope instances first
-// (ratelimit.Gate).
+// zstd → lake as one stream, returning metadata only), Probe (the cheapest
+// request that proves a dataset answers, recorded in the watch store) and
+// Revisions (a landed object's rows compared with the dataset's previous
+// object). Every provider call passes the rate-limit gate of its scope
+// instances first (ratelimit.Gate).
 package activities
 
 import (
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/watch/store"
 )
 
 // Config is what the activities need. Registry, Sink and Gate are
@@ -39,6 +42,13 @@ type Config struct {
 	// TokenStore keeps KIS tokens across processes (nil: the connector's
 	// file store).
 	TokenStore connector.TokenStore
+	// Watch is the watch store: probes are recorded in it and revisions
+	// compared against it (nil: probes are classified but not recorded,
+	// and no revision is looked for).
+	Watch store.Store
+	// RateScale is the rate scale the gate runs at (--rate-scale): the
+	// watch's clock runs at it too (watch.Config.Scaled); ≤ 0 means 1.
+	RateScale float64
 }
 
 // Activities are the activity methods, holding their clients. Safe for
@@ -47,6 +57,7 @@ type Activities struct {
 	cfg        Config
 	log        *slog.Logger
 	connectors map[string]connector.Connector
+	now        func() time.Time // the watch's clock; nil: time.Now
 }
 
 // New builds the activities and a connector per provider.
@@ -71,7 +82,7 @@ func New(cfg Config) (*Activities, error) {
 			Credentials: cfg.Credentials,
 			TokenStore:  cfg.TokenStore,
 			Logger:      a.log,
-			Gate:        cfg.Gate.Wait,
+			Gate:        probeGate(cfg.Gate.Wait),
 			Observe:     cfg.Gate.Observe,
 		})
 		if err != nil {

@@ -174,52 +174,6 @@ func planFetch(reg *registry.Registry, ds *registry.Dataset, in IngestInput, fro
 	return plan, nil
 }
 
-// ProbeInput names the dataset to probe.
-type ProbeInput struct {
-	Dataset string `json:"dataset"`
-}
-
-// ProbeResult is a probe's classified outcome. A probe never retries by
-// itself: the watch workflow judges.
-type ProbeResult struct {
-	Dataset  string        `json:"dataset"`
-	Provider string        `json:"provider"`
-	OK       bool          `json:"ok"`              // answered with data
-	Class    string        `json:"class,omitempty"` // connector class when not OK (no_data, rate_limited, …)
-	Message  string        `json:"message,omitempty"`
-	Duration time.Duration `json:"duration"`
-}
-
-// Probe sends the cheapest request that proves the dataset answers and
-// classifies the outcome with the connectors' error set.
-func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, error) {
-	start := time.Now()
-	ds := a.cfg.Registry.Dataset(in.Dataset)
-	if ds == nil {
-		return ProbeResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("dataset %q is not in the registry", in.Dataset), ErrTypeUnknownDataset, nil)
-	}
-	res := ProbeResult{Dataset: ds.ID, Provider: ds.Provider}
-	conn := a.connectors[ds.Provider]
-	if conn == nil {
-		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no connector for provider %q", ds.Provider), ErrTypeUnknownDataset, nil)
-	}
-	err := conn.Probe(ratelimit.Track(ctx), ds)
-	res.Duration = time.Since(start)
-	outcome := "ok"
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		outcome = outcomeOf(err)
-		res.Class, res.Message = outcome, err.Error()
-	} else {
-		res.OK = true
-	}
-	a.cfg.Metrics.Activity("probe", ds.Provider, outcome, res.Duration)
-	return res, nil
-}
-
 func outcomeOf(err error) string {
 	if c, ok := connector.ClassOf(err); ok {
 		return c.String()

@@ -522,7 +522,9 @@ func (f *fakePager) Fetch(_ context.Context, req connector.Request) (*connector.
 	return resp, nil
 }
 
-func (f *fakePager) Probe(context.Context, *registry.Dataset) error { return nil }
+func (f *fakePager) Probe(context.Context, *registry.Dataset) (connector.ProbeAnswer, error) {
+	return connector.ProbeAnswer{}, nil
+}
 
 func TestIngestDetectsPagingThatDoesNotEnd(t *testing.T) {
 	reg := pagedRegistry(t, pagedDatasets)

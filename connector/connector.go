@@ -22,13 +22,14 @@ type Connector interface {
 	// with no Response.
 	Fetch(ctx context.Context, req Request) (*Response, error)
 	// Probe sends the cheapest request that proves the dataset answers
-	// (a few recent days, one row; each connector documents its probe),
-	// reads and discards the body and returns nil or a classified error.
-	// NoData is returned as an error of class NoData: the provider answered
-	// and the endpoint is up, but the probe window held no rows; a dataset
-	// that keeps answering NoData has probably stopped publishing, which is
-	// the caller's to judge.
-	Probe(ctx context.Context, ds *registry.Dataset) error
+	// (a few recent days, one row; each connector documents its probe) and
+	// returns its answer, at most MaxProbeBytes of it (ReadProbe), or a
+	// classified error. The answer is for the watch's shape fingerprint and
+	// newest period; nothing stores it. NoData is returned as an error of
+	// class NoData: the provider answered and the endpoint is up, but the
+	// probe window held no rows; a dataset that keeps answering NoData has
+	// probably stopped publishing, which is the caller's to judge.
+	Probe(ctx context.Context, ds *registry.Dataset) (ProbeAnswer, error)
 }
 
 // Call identifies one outbound request for the rate-limit hooks.

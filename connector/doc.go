@@ -71,14 +71,16 @@
 //
 // # Probes
 //
-// Probe sends one cheap request and discards the body:
+// Probe sends one cheap request and returns at most MaxProbeBytes of its
+// answer (ProbeAnswer), for the watch's shape fingerprint and newest
+// period; Newest says whether the answer holds the newest rows:
 //
-//	kis     the last 14 days of the dataset (one call, at most ~50 rows)
-//	ecos    one row (start=end=1) of a window sized to the cycle: D 14 days,
-//	        SM 6 months, M 12 months, Q 2 years, S 3 years, A 5 years
-//	fred    the newest observation of the last 400 days (limit=1, sort_order=desc)
-//	upbit   today's candle (count=1)
-//	datago  one row (numOfRows=1) of the last 14 days
+//	kis     the last 14 days of the dataset (one call, at most ~50 rows, newest first)   newest
+//	ecos    the rows (up to 100) of a window sized to the cycle: D 14 days,
+//	        SM 6 months, M 12 months, Q 2 years, S 3 years, A 5 years         newest unless rows were left out
+//	fred    the newest observation of the last 400 days (limit=1, sort_order=desc)      newest
+//	upbit   today's candle (count=1)                                                   newest
+//	datago  one row (numOfRows=1) of the last 14 days                                   not known to be the newest
 //
 // NoData from a probe comes back as an error of class NoData: the provider
 // answered, but the window held no rows.

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sluicehq/sluice/internal/versitygw"
+	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/workflows"
@@ -48,6 +49,12 @@ type clusterOptions struct {
 	faults  []simulator.Fault
 	s3      bool // lake on versitygw instead of the local lake
 	metrics bool // workers serve /metrics (address read from their log)
+	// registryDir is a registry the simulator and the workers load
+	// instead of the default one (registry its loaded form); rateScale
+	// replaces the package's rateScale when not 0.
+	registryDir string
+	registry    *registry.Registry
+	rateScale   int
 	// ownDirs gives every worker a data directory of its own, as workers
 	// on separate machines have (their local lakes differ too).
 	ownDirs bool
@@ -71,6 +78,8 @@ type cluster struct {
 	metrics  bool
 	opts     clusterOptions
 	workers  []*workerProc
+	regDir   string // --registry of the workers; "" for the default
+	scale    int    // the rate scale of the simulator and the workers
 }
 
 var clusterSeq atomic.Int64
@@ -80,7 +89,14 @@ var clusterSeq atomic.Int64
 func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	t.Helper()
 	env(t)
-	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, opts: opts}
+	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, opts: opts, regDir: opts.registryDir, scale: rateScale}
+	if opts.rateScale > 0 {
+		c.scale = opts.rateScale
+	}
+	simReg := reg
+	if opts.registry != nil {
+		simReg = opts.registry
+	}
 	name := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-"))
 	c.ns = fmt.Sprintf("e2e-%d-%s", clusterSeq.Add(1), name)
 	c.tq = "sluice-" + name
@@ -94,7 +110,7 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	c.tc = tc
 
 	c.requests = newRequestLog()
-	sim, err := simulator.New(simulator.Options{Registry: reg, RateScale: rateScale, Seed: simSeed, Faults: opts.faults,
+	sim, err := simulator.New(simulator.Options{Registry: simReg, RateScale: float64(c.scale), Seed: simSeed, Faults: opts.faults,
 		Logger: slog.New(c.requests)})
 	if err != nil {
 		t.Fatalf("creating the simulator: %v", err)
@@ -192,8 +208,11 @@ func (c *cluster) startWorker(n int) *workerProc {
 	}
 	args := []string{"worker",
 		"--temporal", temporalAddr, "--namespace", c.ns, "--task-queue", c.tq,
-		"--base-url", c.simURL, "--sim-credentials", "--rate-scale", strconv.Itoa(rateScale),
+		"--base-url", c.simURL, "--sim-credentials", "--rate-scale", strconv.Itoa(c.scale),
 		"--data-dir", dataDir, "--metrics-addr", metricsAddr, "--log-level", logLevel,
+	}
+	if c.regDir != "" {
+		args = append([]string{"--registry", c.regDir}, args...)
 	}
 	args = append(args, c.opts.workerArgs...)
 	envv := append(cleanEnv(), c.opts.workerEnv...)

@@ -26,6 +26,10 @@
 //   - TestHalfRate: KIS rejecting at half its declared rate; the scope backs
 //     off, the limiter and the ops events record every backoff and the batch
 //     (30 KIS datasets) completes;
+//   - TestWatchOutage: the watch of four datasets (a test registry at rate
+//     scale 40); FRED goes down and comes back; down only after three
+//     failed probes, up after two answers, Changes with that evidence,
+//     probe calls per scope within the gate's reserve (issue 9 §4);
 //   - TestTokenSharedAcrossMachines: three workers with a data directory
 //     each (no shared filesystem) and then three fresh ones share one KIS
 //     token through the token keepers: one token request, none refused, no

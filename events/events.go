@@ -8,6 +8,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,10 +45,12 @@ type Event struct {
 	Attrs    map[string]string `json:"attrs,omitempty"`
 }
 
-// Recorder sends events to the events workflow.
+// Recorder sends events to the events workflow, and to a second
+// destination when one is set (Also: the watch store).
 type Recorder struct {
 	tc        client.Client
 	taskQueue string
+	also      func(context.Context, Event) error
 }
 
 // NewRecorder returns a recorder over a Temporal client; events workflows
@@ -56,23 +59,40 @@ func NewRecorder(tc client.Client, taskQueue string) *Recorder {
 	return &Recorder{tc: tc, taskQueue: taskQueue}
 }
 
-// Record signals an event, starting the events workflow if needed.
+// Also makes the recorder pass every event to also as well (the watch
+// store's AddEvents), whether or not the events workflow took it, and
+// returns it.
+func (r *Recorder) Also(also func(context.Context, Event) error) *Recorder {
+	r.also = also
+	return r
+}
+
+// Record signals an event, starting the events workflow if needed, and
+// passes it to the Also destination.
 func (r *Recorder) Record(ctx context.Context, e Event) error {
-	if r == nil || r.tc == nil {
+	if r == nil {
 		return nil
 	}
 	if e.At.IsZero() {
 		e.At = time.Now().UTC()
 	}
-	_, err := r.tc.SignalWithStartWorkflow(ctx, WorkflowID, Signal, e, client.StartWorkflowOptions{
-		ID:                       WorkflowID,
-		TaskQueue:                r.taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, WorkflowName, []Event(nil))
-	if err != nil {
-		return fmt.Errorf("recording %s event: %w", e.Kind, err)
+	var errs []error
+	if r.tc != nil {
+		_, err := r.tc.SignalWithStartWorkflow(ctx, WorkflowID, Signal, e, client.StartWorkflowOptions{
+			ID:                       WorkflowID,
+			TaskQueue:                r.taskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, WorkflowName, []Event(nil))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("recording %s event: %w", e.Kind, err))
+		}
 	}
-	return nil
+	if r.also != nil {
+		if err := r.also(ctx, e); err != nil {
+			errs = append(errs, fmt.Errorf("recording %s event in the watch store: %w", e.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // List returns the recorded events, oldest first.

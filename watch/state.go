@@ -58,6 +58,24 @@ type Policy struct {
 	// Location is where the budget's day begins (the provider's quota
 	// day); nil: UTC.
 	Location *time.Location
+	// DayLength is the length of the budget's day when the watch's clock
+	// is scaled (Config.Scaled: a day of 24 h ÷ the rate scale, counted
+	// from the calendar day's midnight); 0 or 24 h and more: the calendar
+	// day.
+	DayLength time.Duration
+}
+
+// budgetDay names the budget day at: the calendar date in Location, and
+// with a scaled DayLength the index of the scaled day within it
+// ("2026-11-30/17").
+func (p Policy) budgetDay(at time.Time) string {
+	local := at.In(p.Location)
+	d := local.Format("2006-01-02")
+	if p.DayLength > 0 && p.DayLength < 24*time.Hour {
+		midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, p.Location)
+		d += fmt.Sprintf("/%d", local.Sub(midnight)/p.DayLength)
+	}
+	return d
 }
 
 // Default policy values.
@@ -134,6 +152,50 @@ func ConfigFor(reg *registry.Registry, ds *registry.Dataset) (Config, error) {
 
 func (c Config) normalized() Config { c.Policy = c.Policy.normalized(); return c }
 
+// Scaled returns the Config of a watch whose clock runs scale times as
+// fast, as the simulator's and the limiter's do under --rate-scale: the
+// confirmation spacing, the staleness and the budget's day are divided by
+// scale (so the day's confirmation budget is spent over a scaled day);
+// lateness, which the data's calendar decides, and the slowness threshold,
+// which the network's latency decides, are not. scale ≤ 0 or 1: c
+// unchanged.
+func (c Config) Scaled(scale float64) Config {
+	if scale <= 0 || scale == 1 {
+		return c
+	}
+	c = c.normalized()
+	day := c.Policy.DayLength
+	if day <= 0 || day > 24*time.Hour {
+		day = 24 * time.Hour
+	}
+	c.Policy.ConfirmSpacing = scaleDuration(c.Policy.ConfirmSpacing, scale)
+	c.Policy.StaleAfter = scaleDuration(c.Policy.StaleAfter, scale)
+	c.Policy.DayLength = scaleDuration(day, scale)
+	return c
+}
+
+// Interval is how often a dataset is probed: its probe.interval_minutes,
+// divided by scale (the rate scale; ≤ 0 means 1). 0 for a dataset without
+// a probe section.
+func Interval(ds *registry.Dataset, scale float64) time.Duration {
+	if ds == nil || ds.Probe == nil || ds.Probe.IntervalMinutes <= 0 {
+		return 0
+	}
+	d := time.Duration(ds.Probe.IntervalMinutes) * time.Minute
+	if scale <= 0 {
+		return d
+	}
+	return scaleDuration(d, scale)
+}
+
+// scaleDuration divides d by scale, never below a millisecond.
+func scaleDuration(d time.Duration, scale float64) time.Duration {
+	if scale <= 0 || scale == 1 {
+		return d
+	}
+	return max(time.Duration(float64(d)/scale), time.Millisecond)
+}
+
 // DatasetState is what the watch knows about one dataset: the state shown
 // and since when, the confirmed state and the probes pointing away from
 // it, the last success, the newest period seen, whether it is late, the
@@ -180,8 +242,9 @@ type DatasetState struct {
 	Shape Shape `json:"shape"`
 
 	// BudgetDay is the budget's current day (YYYY-MM-DD in
-	// Policy.Location) and ConfirmationsUsed the confirmation probes
-	// sent in it.
+	// Policy.Location, with "/n" appended for the nth scaled day of a
+	// Policy.DayLength) and ConfirmationsUsed the confirmation probes sent
+	// in it.
 	BudgetDay         string `json:"budget_day,omitempty"`
 	ConfirmationsUsed int    `json:"confirmations_used"`
 	BudgetNoted       bool   `json:"budget_noted,omitempty"`
@@ -305,7 +368,7 @@ func Step(cfg Config, prev DatasetState, p Probe) Result {
 	s.Probes++
 	s.LastProbe, s.LastOutcome = at, p.Outcome
 	s.ValidUntil = at.Add(pol.StaleAfter)
-	if d := at.In(pol.Location).Format("2006-01-02"); d != s.BudgetDay {
+	if d := pol.budgetDay(at); d != s.BudgetDay {
 		s.BudgetDay, s.ConfirmationsUsed, s.BudgetNoted = d, 0, false
 	}
 	if p.Confirmation && p.Outcome != Throttled {

@@ -1,8 +1,9 @@
 // Package worker assembles a Sluice worker process: a Temporal worker on
 // Sluice's task queue running the workflows (daily ingest, scope limiters,
-// ops events) and the activities, with their connectors, the lake sink, the
-// limiter client and the Prometheus metrics server; and, with a sealing
-// client, a second worker running the token keepers.
+// ops events, the datasets' watches) and the activities, with their
+// connectors, the lake sink, the watch store, the limiter client and the
+// Prometheus metrics server; and, with a sealing client, a second worker
+// running the token keepers.
 package worker
 
 import (
@@ -26,6 +27,8 @@ import (
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tokenkeeper"
+	"github.com/sluicehq/sluice/watch"
+	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/workflows"
 
 	// Link every provider connector.
@@ -66,6 +69,10 @@ type Options struct {
 	// MetricsAddr serves /metrics when not empty, e.g. 127.0.0.1:9464.
 	MetricsAddr string
 	Logger      *slog.Logger
+	// Watch is the watch store: probes, states, Changes and a copy of
+	// every operational event go there (nil: probes are not recorded and
+	// revisions not compared). The caller opens and closes it.
+	Watch store.Store
 }
 
 // Worker is a running Sluice worker.
@@ -86,6 +93,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
 	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
 	w.RegisterActivity(acts)
 }
 
@@ -127,9 +135,13 @@ func Start(opts Options) (*Worker, error) {
 	}
 	m := metrics.New()
 	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger})
+	recorder := events.NewRecorder(opts.Client, opts.TaskQueue)
+	if opts.Watch != nil {
+		recorder.Also(func(ctx context.Context, e events.Event) error { return opts.Watch.AddEvents(ctx, watch.Event(e)) })
+	}
 	gate, err := ratelimit.NewGate(ratelimit.GateOptions{
 		Registry: opts.Registry, Client: lim, RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
-		Events: events.NewEmitter(events.NewRecorder(opts.Client, opts.TaskQueue), m, opts.Logger), Metrics: m, Logger: opts.Logger,
+		Events: events.NewEmitter(recorder, m, opts.Logger), Metrics: m, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
@@ -137,6 +149,7 @@ func Start(opts Options) (*Worker, error) {
 	acts, err := activities.New(activities.Config{
 		Registry: opts.Registry, Sink: opts.Sink, Gate: gate, Metrics: m, Logger: opts.Logger,
 		BaseURLs: opts.BaseURLs, Credentials: opts.Credentials, TokenStore: opts.TokenStore,
+		Watch: opts.Watch, RateScale: opts.RateScale,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)

@@ -84,9 +84,12 @@ type DatasetResult struct {
 	Skipped    bool          `json:"skipped,omitempty"`
 	Duration   time.Duration `json:"duration,omitempty"`
 	Attempts   int32         `json:"attempts,omitempty"`
-	Finished   time.Time     `json:"finished"` // when the workflow saw it complete
-	ErrorType  string        `json:"error_type,omitempty"`
-	Error      string        `json:"error,omitempty"`
+	// Revisions counts the revision Changes the object's comparison with
+	// the dataset's previous object recorded (activities.Revisions).
+	Revisions int       `json:"revisions,omitempty"`
+	Finished  time.Time `json:"finished"` // when the workflow saw it complete
+	ErrorType string    `json:"error_type,omitempty"`
+	Error     string    `json:"error,omitempty"`
 }
 
 // DailyIngestResult is a batch's outcome. The workflow completes even
@@ -129,14 +132,27 @@ var IngestActivityOptions = workflow.ActivityOptions{
 	},
 }
 
+// RevisionsActivityOptions are the options of the Revisions activity that
+// follows each object a daily run lands.
+var RevisionsActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+		NonRetryableErrorTypes: []string{activities.ErrTypeUnknownDataset, activities.ErrTypeBadInput},
+	},
+}
+
 // DailyIngest runs one logical date's batch: it plans the datasets, fans
 // out one daily-run Ingest activity per dataset (each asks its dataset's
 // look-back window and files it under the date; the scopes' limiters pace
 // them) and returns every dataset's outcome. A dataset whose daily quota is
 // spent waits for the reset when it comes within the worker's
 // --max-quota-wait (ratelimit.QuotaWaiter: a durable timer, then the
-// activity again), and fails naming the reset otherwise. No payload passes
-// through its history.
+// activity again), and fails naming the reset otherwise. Every object it
+// lands (not one left unchanged) is compared with the dataset's previous
+// object by a Revisions activity, which records revision Changes in the
+// watch store; a failed comparison never fails its dataset. No payload
+// passes through its history.
 func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, error) {
 	res := DailyIngestResult{Date: in.Date, Started: workflow.Now(ctx)}
 	if in.Schedule != nil {
@@ -164,6 +180,9 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 		return res, err
 	}
 	actCtx := workflow.WithActivityOptions(ctx, IngestActivityOptions)
+	// Runs started before revisions were compared replay without them.
+	compare := workflow.GetVersion(ctx, "revisions", workflow.DefaultVersion, 1) >= 1
+	revCtx := workflow.WithActivityOptions(ctx, RevisionsActivityOptions)
 	res.Results = make([]DatasetResult, len(plan))
 	pending := len(plan)
 	for i, item := range plan {
@@ -185,6 +204,14 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 				} else {
 					r.Status = StatusOK
 					prog.Succeeded++
+				}
+			}
+			if compare && err == nil && out.Key != "" && !out.Skipped && !out.NoData {
+				var rev activities.RevisionsResult
+				if rerr := workflow.ExecuteActivity(revCtx, a.Revisions, activities.RevisionsInput{Dataset: item.Dataset, Key: out.Key}).Get(ctx, &rev); rerr != nil {
+					workflow.GetLogger(ctx).Warn("comparing revisions", "dataset", item.Dataset, "err", rerr)
+				} else {
+					r.Revisions = rev.Revisions
 				}
 			}
 			prog.Done++

@@ -36,6 +36,9 @@ func TestDailyIngestIsolatesFailures(t *testing.T) {
 		temporal.NewNonRetryableApplicationError("kis kis-a: auth_failed EGW00121: invalid token", "auth_failed", nil))
 	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "ecos-m", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
 		Dataset: "ecos-m", Provider: "ecos", NoData: true, Attempt: 1}, nil)
+	// Only the landed object is compared with its predecessor.
+	env.OnActivity(a.Revisions, mock.Anything, activities.RevisionsInput{Dataset: "fred-dgs10",
+		Key: "provider=fred/job=fred-dgs10/year=2026/fred-dgs10_20261127.json.zst"}).Return(activities.RevisionsResult{Revisions: 2}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "2026-11-27"})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -55,9 +58,10 @@ func TestDailyIngestIsolatesFailures(t *testing.T) {
 	if r := got["kis-a"]; r.Status != workflows.StatusFailed || r.ErrorType != "auth_failed" || r.Error == "" {
 		t.Errorf("kis-a = %+v", r)
 	}
-	if r := got["fred-dgs10"]; r.Status != workflows.StatusOK || r.Key == "" || r.SHA256 != "ab" {
+	if r := got["fred-dgs10"]; r.Status != workflows.StatusOK || r.Key == "" || r.SHA256 != "ab" || r.Revisions != 2 {
 		t.Errorf("fred-dgs10 = %+v", r)
 	}
+	env.AssertExpectations(t)
 	if r := got["ecos-m"]; r.Status != workflows.StatusNoData {
 		t.Errorf("ecos-m = %+v", r)
 	}
@@ -216,5 +220,38 @@ func TestDailyIngestWaitsForQuotaReset(t *testing.T) {
 	}
 	if r := got["late"]; r.Status != workflows.StatusFailed || r.ErrorType != ratelimit.ErrTypeQuotaExhausted || lateCalls != 1 {
 		t.Errorf("late: %+v after %d calls; want failed with quota_exhausted after one", r, lateCalls)
+	}
+}
+
+// TestDailyIngestRevisionsNeverFailADataset: an object left unchanged is
+// not compared, and a failed comparison leaves its dataset ok.
+func TestDailyIngestRevisionsNeverFailADataset(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	env.OnActivity(a.Plan, mock.Anything, activities.PlanInput{}).Return([]activities.PlanItem{
+		{Dataset: "fred-dgs10", Provider: "fred"}, {Dataset: "fred-dgs2", Provider: "fred"},
+	}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "fred-dgs10", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
+		Dataset: "fred-dgs10", Provider: "fred", Key: "k10", Attempt: 1}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "fred-dgs2", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
+		Dataset: "fred-dgs2", Provider: "fred", Key: "k2", Skipped: true, Attempt: 1}, nil)
+	var compared []string
+	env.OnActivity(a.Revisions, mock.Anything, mock.Anything).Return(activities.RevisionsResult{},
+		temporal.NewNonRetryableApplicationError("the lake is unreachable", "bad_input", nil)).Run(func(args mock.Arguments) {
+		compared = append(compared, args.Get(1).(activities.RevisionsInput).Key)
+	})
+	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "2026-11-27"})
+	var res workflows.DailyIngestResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Succeeded != 2 || res.Failed != 0 {
+		t.Errorf("result %+v", res)
+	}
+	if len(compared) != 1 || compared[0] != "k10" {
+		t.Errorf("compared %v, want only the landed object k10", compared)
 	}
 }

@@ -23,13 +23,18 @@ func TestReplay(t *testing.T) {
 	// ratelimit and learnt to recover its state: runs started by that
 	// version must go on under this one.
 	for name, file := range map[string]string{
-		workflows.DailyIngestName:                "daily-ingest.json",
-		ratelimit.WorkflowName:                   "scope-limiter.json",
-		events.WorkflowName:                      "ops-events.json",
-		workflows.DailyIngestName + "1":          "daily-ingest-v1.json",
-		ratelimit.WorkflowName + "1":             "scope-limiter-v1.json",
-		events.WorkflowName + "1":                "ops-events-v1.json",
-		workflows.RefetchName:                    "refetch.json",
+		workflows.DailyIngestName:       "daily-ingest.json",
+		ratelimit.WorkflowName:          "scope-limiter.json",
+		events.WorkflowName:             "ops-events.json",
+		workflows.DailyIngestName + "1": "daily-ingest-v1.json",
+		ratelimit.WorkflowName + "1":    "scope-limiter-v1.json",
+		events.WorkflowName + "1":       "ops-events-v1.json",
+		workflows.RefetchName:           "refetch.json",
+		// A daily run that compared revisions (the histories above were
+		// recorded before it did, and replay without them:
+		// workflow.GetVersion "revisions"), and a watch.
+		workflows.DailyIngestName + "Revisions":  "daily-ingest-revisions.json",
+		workflows.WatchName:                      "watch.json",
 		workflows.DailyIngestName + "/scheduled": "daily-scheduled.json",
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -38,6 +43,7 @@ func TestReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
 			r.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 			r.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", file)); err != nil {
 				t.Fatalf("replaying %s: %v", file, err)
 			}

@@ -75,7 +75,7 @@ func TestComposeMatchesFlags(t *testing.T) {
 		}
 	}
 	root := newRootCmd()
-	for _, svc := range []string{"worker", "simulator"} {
+	for _, svc := range []string{"worker", "simulator", "watch-sync"} {
 		s, ok := cf.Services[svc]
 		if !ok {
 			t.Fatalf("compose file has no %s service", svc)
@@ -83,8 +83,16 @@ func TestComposeMatchesFlags(t *testing.T) {
 		if s.Build == nil || s.Build.Dockerfile != "deploy/Dockerfile" {
 			t.Errorf("%s: not built from deploy/Dockerfile", svc)
 		}
-		sub, _, err := root.Find(s.Command[:1])
-		if err != nil || sub.Name() != s.Command[0] {
+		// The command and its subcommands (watch sync), up to the flags.
+		words := s.Command
+		for i, w := range words {
+			if strings.HasPrefix(w, "-") {
+				words = words[:i]
+				break
+			}
+		}
+		sub, rest, err := root.Find(words)
+		if err != nil || sub == root || len(rest) > 0 || sub.Name() != words[len(words)-1] {
 			t.Fatalf("%s: command %q is not a sluice subcommand", svc, s.Command)
 		}
 		envs := flagEnvs(sub)

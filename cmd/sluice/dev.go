@@ -17,9 +17,19 @@ import (
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/watch/store"
+	"github.com/sluicehq/sluice/watchsync"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
 )
+
+// describeWatchDB names the watch store for a person, without a password.
+func describeWatchDB(dsn, dataDir string) string {
+	if dsn == "" {
+		return store.SQLitePath(dataDir)
+	}
+	return store.Describe(dsn)
+}
 
 func init() { register(newDevCmd) }
 
@@ -37,10 +47,12 @@ survives restarts) with its Web UI, the provider simulator (unless --real),
 a worker and the local lake, prints their addresses, syncs the registry's
 schedules into the embedded server (sluice schedules sync: the Web UI's
 Schedules page lists them and they fire while it stays up; --no-schedules
-skips it), then runs one daily ingest of the whole registry for yesterday's
-logical date (--date to choose) and prints a summary table. It then stays up
-for the Web UI until Ctrl-C; --once exits after the batch, with status 2 if
-any dataset failed.`,
+skips it), starts the watch (one Watch workflow per probed dataset,
+recording into the watch store under --data-dir; see sluice watch), then
+runs one daily ingest of the whole registry for yesterday's logical date
+(--date to choose) and prints a summary table. It then stays up for the Web
+UI until Ctrl-C; --once exits after the batch, with status 2 if any dataset
+failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -131,7 +143,13 @@ any dataset failed.`,
 			} else if kc != nil {
 				defer kc.Close()
 			}
+			ws, err := rf.watchDB.open(ctx, dataDir)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
 			wopts := rf.workerOptions(reg, tc, "sluice", lake, log)
+			wopts.Watch = ws
 			if real && !rf.simCredentials {
 				wopts.Credentials = connector.EnvCredentials
 			}
@@ -140,6 +158,10 @@ any dataset failed.`,
 				return err
 			}
 			defer w.Stop()
+			steps, err := watchsync.Sync(ctx, tc, reg, "sluice")
+			if err != nil {
+				return fmt.Errorf("starting the watch: %w", err)
+			}
 
 			fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
 			fmt.Fprintf(out, "Web UI     %s\n", srv.UIURL())
@@ -149,6 +171,7 @@ any dataset failed.`,
 				fmt.Fprintln(out, "Providers  real endpoints (credentials from the environment)")
 			}
 			fmt.Fprintf(out, "Lake       %s\n", rf.sink.Describe())
+			fmt.Fprintf(out, "Watch      %d datasets probed (workflows watch/<dataset>), store %s\n", len(steps), describeWatchDB(rf.watchDB.dsn, dataDir))
 			if ring != nil {
 				fmt.Fprintf(out, "KIS tokens token keepers, sealed with key %s\n", ring.PrimaryID())
 			}

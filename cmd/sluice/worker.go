@@ -38,7 +38,8 @@ type runtimeFlags struct {
 	keys           keyFlags
 	// keeper is the token keepers' sealing client, once tokenKeeper chose
 	// them; nil: the file store.
-	keeper client.Client
+	keeper  client.Client
+	watchDB watchDBFlag
 }
 
 func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
@@ -53,6 +54,7 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
 	stringFlag(fs, &r.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	tokenStoreFlag(fs, &r.tokenStore)
 	r.keys.bind(fs)
+	r.watchDB.bind(fs)
 }
 
 // validate refuses flag values no worker can run with: a rate scale that
@@ -123,7 +125,9 @@ func newWorkerCmd() *cobra.Command {
 		Use:   "worker",
 		Short: "Run a Sluice worker against a Temporal server",
 		Long: `Runs a worker on Sluice's task queue: the daily ingest workflow, the per-scope
-limiter workflows and the ingest and probe activities. Start as many as you
+limiter workflows, the datasets' watch workflows and the ingest and probe
+activities, which record probes, states, Changes and operational events in the
+watch store (--watch-db, or SQLite under --data-dir). Start as many as you
 like, on as many machines: every provider call waits for a permit from its
 scope's one limiter, so the declared limits hold across all of them.`,
 		Args: cobra.NoArgs,
@@ -144,6 +148,11 @@ scope's one limiter, so the declared limits hold across all of them.`,
 				return err
 			}
 			defer lake.Close()
+			ws, err := rf.watchDB.open(cmd.Context(), rf.sink.DataDir)
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
 			ring, err := rf.keyring(log, "")
 			if err != nil {
 				return err
@@ -158,7 +167,9 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			} else if kc != nil {
 				defer kc.Close()
 			}
-			w, err := worker.Start(rf.workerOptions(reg, tc, tf.taskQueue, lake, log))
+			wopts := rf.workerOptions(reg, tc, tf.taskQueue, lake, log)
+			wopts.Watch = ws
+			w, err := worker.Start(wopts)
 			if err != nil {
 				return err
 			}

@@ -58,9 +58,16 @@ type Suite struct {
 	// Fetches are successful calls, their rows read with wire.Extract.
 	Fetches []FetchCase
 	// Probes are datasets whose Probe must succeed, on one simulator, in
-	// order; ProbeStats are checked after the last.
+	// order; ProbeStats are checked after the last. Each answer must be
+	// shorter than connector.MaxProbeBytes and hold rows that wire.Extract
+	// reads under the dataset's facts.
 	Probes     []string
 	ProbeStats Stats
+	// ProbeNewest is, by dataset of Probes, the newest period its probe's
+	// answer holds under the suite's clock, as the provider writes it; a
+	// dataset listed with "" (or not listed) must not claim to hold the
+	// newest period (connector.ProbeAnswer.Newest).
+	ProbeNewest map[string]string
 	// Throttle is a run over a lowered rate: the first calls are
 	// accepted, the rest rate limited.
 	Throttle *ThrottleCase
@@ -522,8 +529,29 @@ func (s *Suite) runProbes(t *testing.T) {
 	e := s.NewEnv(t, s.registry(t), SteppingClock(3*time.Second), 0, nil)
 	conn := e.Connector()
 	for _, id := range s.Probes {
-		if err := conn.Probe(context.Background(), e.Registry.Dataset(id)); err != nil {
+		ds := e.Registry.Dataset(id)
+		ans, err := conn.Probe(context.Background(), ds)
+		if err != nil {
 			t.Errorf("probe %s: %v", id, err)
+			continue
+		}
+		if ans.Status != 200 || len(ans.Body) == 0 || ans.Truncated || (ans.Ext != "json" && ans.Ext != "xml") {
+			t.Errorf("probe %s: status %d, %d bytes (truncated %v), ext %q", id, ans.Status, len(ans.Body), ans.Truncated, ans.Ext)
+		}
+		rows, err := wire.Extract(ans.Body, ds.Wire.Rows)
+		if err != nil || len(rows) == 0 {
+			t.Errorf("probe %s: %d rows, %v\n%s", id, len(rows), err, truncate(ans.Body))
+			continue
+		}
+		want := s.ProbeNewest[id]
+		newest, _ := wire.Newest(rows)
+		switch {
+		case want == "" && ans.Newest:
+			t.Errorf("probe %s claims to hold the newest period (%s); the table says it does not", id, newest.Period)
+		case want != "" && !ans.Newest:
+			t.Errorf("probe %s does not claim to hold the newest period; want it, %s", id, want)
+		case want != "" && newest.Period != want:
+			t.Errorf("probe %s: newest period %s, want %s", id, newest.Period, want)
 		}
 	}
 	e.AssertStats(s.ProbeStats)

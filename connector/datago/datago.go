@@ -56,12 +56,15 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 }
 
 // Probe asks for one row (numOfRows=1) of the last ProbeDays days and
-// discards it.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+// returns the answer (connector.ReadProbe). That row is not known to be
+// the newest (the services do not promise an order, and one that takes
+// only {from} is asked for the window's first day), so the answer does not
+// claim to hold the newest period.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
 	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
 		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true)
-	return connector.Drain(resp, err)
+	return connector.ReadProbe(resp, err, false)
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {

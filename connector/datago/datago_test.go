@@ -190,8 +190,12 @@ func TestPagingAndProbe(t *testing.T) {
 	if !resp.More {
 		t.Error("totalCount 2 with 1 row a page: More not set")
 	}
-	if err := c.Probe(context.Background(), reg.Dataset(connectortest.DataGoDataset)); err != nil {
+	ans, err := c.Probe(context.Background(), reg.Dataset(connectortest.DataGoDataset))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if ans.Newest {
+		t.Error("one row of unknown order claims to hold the newest period")
 	}
 	if want := "&pageNo=1&numOfRows=1&resultType=json&beginBasDt=20231228&endBasDt=20240111"; !strings.HasSuffix(f.rawQuery[1], want) {
 		t.Errorf("probe query %s, want suffix %s (today in KST is the 11th)", f.rawQuery[1], want)

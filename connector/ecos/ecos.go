@@ -49,17 +49,25 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 	return c.fetch(ctx, req, false)
 }
 
-// Probe asks for one row of a recent window sized to the cycle (D: 14
-// days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5 years)
-// and discards it.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+// ProbeRows is how many rows a probe asks for: every row of the probe
+// window (at most 15 periods of one item), so that the answer, oldest
+// first, ends with the newest period.
+const ProbeRows = 100
+
+// Probe asks for the rows of a recent window sized to the cycle (D: 14
+// days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5 years),
+// at most ProbeRows of them in one call, and returns the answer
+// (connector.ReadProbe). It holds the newest period unless
+// list_total_count says rows were left out.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
 	from := today.AddDate(0, 0, -14)
 	if ds != nil {
 		from = ProbeFrom(ds.Request.Cycle, today)
 	}
-	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: from, To: today, Limit: 1}, true)
-	return connector.Drain(resp, err)
+	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: from, To: today, Limit: ProbeRows}, true)
+	complete := err == nil && resp != nil && !resp.More
+	return connector.ReadProbe(resp, err, complete)
 }
 
 // ProbeFrom is the start of the probe window of a cycle ending today.

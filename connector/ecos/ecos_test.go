@@ -150,16 +150,16 @@ func TestBadKeyIsAuthFailedAndRedacted(t *testing.T) {
 	connectortest.AssertNoSecrets(t, "error", err.Error(), "WRONGKEY99999")
 }
 
-func TestProbeAsksOneRowOfARecentWindow(t *testing.T) {
+func TestProbeAsksTheRowsOfARecentWindow(t *testing.T) {
 	c, f, reg, _ := setup(t, "")
-	if err := c.Probe(context.Background(), reg.Dataset(connectortest.ECOSDataset)); err != nil {
+	if _, err := c.Probe(context.Background(), reg.Dataset(connectortest.ECOSDataset)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Probe(context.Background(), reg.Dataset(connectortest.ECOSMonthly)); err != nil {
+	if _, err := c.Probe(context.Background(), reg.Dataset(connectortest.ECOSMonthly)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(f.paths[0], "/json/kr/1/1/722Y001/D/20240206/20240220/0101000") ||
-		!strings.HasSuffix(f.paths[1], "/json/kr/1/1/901Y009/M/202302/202402/0") {
+	if !strings.HasSuffix(f.paths[0], "/json/kr/1/100/722Y001/D/20240206/20240220/0101000") ||
+		!strings.HasSuffix(f.paths[1], "/json/kr/1/100/901Y009/M/202302/202402/0") {
 		t.Errorf("probe paths %v", f.paths)
 	}
 }

@@ -52,12 +52,13 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 }
 
 // Probe asks for the newest observation of the last ProbeDays days
-// (limit=1, sort_order=desc) and discards it.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+// (limit=1, sort_order=desc) and returns the answer (connector.ReadProbe),
+// which holds the series' newest period.
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
 	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
 		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true, true)
-	return connector.Drain(resp, err)
+	return connector.ReadProbe(resp, err, true)
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, newestFirst bool) (*connector.Response, error) {

@@ -176,7 +176,7 @@ func TestPagingAndProbe(t *testing.T) {
 	if resp.More || f.queries[1].Get("offset") != "2" {
 		t.Errorf("page 2: more=%v query=%v", resp.More, f.queries[1])
 	}
-	if err := c.Probe(context.Background(), reg.Dataset(connectortest.FREDDataset)); err != nil {
+	if _, err := c.Probe(context.Background(), reg.Dataset(connectortest.FREDDataset)); err != nil {
 		t.Fatal(err)
 	}
 	q := f.queries[2]

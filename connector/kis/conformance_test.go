@@ -72,6 +72,8 @@ func TestConformance(t *testing.T) {
 		},
 		Probes:     []string{connectortest.KISDataset},
 		ProbeStats: connectortest.Stats{"accepted": 1, "tokens_issued": 1, "violations": 0},
+		// Tuesday 11 March 2025, 14:30 KST: the day's row is there.
+		ProbeNewest: map[string]string{connectortest.KISDataset: "20250311"},
 		// 5 calls per 100 s.
 		Throttle: &connectortest.ThrottleCase{RateScale: 0.01, Calls: 8, Accepted: 5, RetryAfter: true,
 			Want: connectortest.Expect{Class: connector.RateLimited, Code: kis.CodeRateLimited}},

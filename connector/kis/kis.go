@@ -74,12 +74,13 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 }
 
 // Probe asks for the last ProbeDays days of the dataset (one call; KIS
-// answers at most about 50 rows) and discards the body.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+// answers at most about 50 rows, newest first, so the answer holds the
+// newest row) and returns the answer (connector.ReadProbe).
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
 	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
 		From: today.AddDate(0, 0, -ProbeDays), To: today}, true)
-	return connector.Drain(resp, err)
+	return connector.ReadProbe(resp, err, true)
 }
 
 func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {

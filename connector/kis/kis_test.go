@@ -500,8 +500,12 @@ func TestTokenEndpointAnswers(t *testing.T) {
 func TestProbeAsksForRecentDays(t *testing.T) {
 	e := setup(t)
 	c := e.connector(t)
-	if err := c.Probe(context.Background(), e.ds); err != nil {
+	ans, err := c.Probe(context.Background(), e.ds)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !ans.Newest || ans.Status != 200 || len(ans.Body) == 0 {
+		t.Errorf("probe answer: newest %v, status %d, %d bytes", ans.Newest, ans.Status, len(ans.Body))
 	}
 	q := e.fake.lastQuery
 	if q.Get("FID_INPUT_DATE_1") != "20250120" || q.Get("FID_INPUT_DATE_2") != "20250203" {

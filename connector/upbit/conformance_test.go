@@ -69,6 +69,8 @@ func TestConformance(t *testing.T) {
 		},
 		Probes:     []string{connectortest.UPBITDataset},
 		ProbeStats: connectortest.Stats{"accepted": 1, "violations": 0},
+		// Today's (UTC) candle.
+		ProbeNewest: map[string]string{connectortest.UPBITDataset: "2025-03-11T00:00:00"},
 		Custom: []connectortest.CustomCase{
 			{Name: "escalation to 418", RateScale: 0.01, Run: escalation}, // 10 calls per 100 s
 			{Name: "exchange JWT", Run: exchange},

@@ -64,11 +64,12 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 	return c.fetch(ctx, req, false)
 }
 
-// Probe asks for today's single candle (count=1) and discards it.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) error {
+// Probe asks for today's single candle (count=1), the newest there is,
+// and returns the answer (connector.ReadProbe).
+func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := connector.CivilDate(c.base.Now().UTC())
 	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: today, To: today}, true)
-	return connector.Drain(resp, err)
+	return connector.ReadProbe(resp, err, true)
 }
 
 // CandleWindow returns the to and count parameters of the daily candles

@@ -264,8 +264,12 @@ func (f *fakeUPBIT) queriesRaw(t *testing.T) string {
 func TestProbeAsksForTodaysCandle(t *testing.T) {
 	f := &fakeUPBIT{}
 	c, reg, _ := setup(t, f, nil)
-	if err := c.Probe(context.Background(), reg.Dataset(connectortest.UPBITDataset)); err != nil {
+	ans, err := c.Probe(context.Background(), reg.Dataset(connectortest.UPBITDataset))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !ans.Newest {
+		t.Error("today's candle does not claim to be the newest")
 	}
 	if q := f.queries[0]; q.Get("count") != "1" || q.Get("to") != "2024-01-11T00:00:00Z" {
 		t.Errorf("probe query %v", q)

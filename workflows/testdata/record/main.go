@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/history/v1"
@@ -35,6 +36,7 @@ import (
 	_ "github.com/sluicehq/sluice/simulator/all"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tokenkeeper"
+	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
 )
@@ -159,8 +161,15 @@ func run() error {
 		return err
 	}
 	time.Sleep(time.Second) // let the events workflow's task complete
+	watchRun, err := recordWatch(ctx, tc, reg, tmp, log)
+	if err != nil {
+		return err
+	}
+	if err := saveRun(ctx, tc, workflows.WatchWorkflowID("fred-dgs2"), watchRun, filepath.Join("workflows", "testdata", "watch.json")); err != nil {
+		return err
+	}
 	for id, file := range map[string]string{
-		workflows.DailyWorkflowID(in.Date):      "daily-ingest.json",
+		workflows.DailyWorkflowID(in.Date):      "daily-ingest-revisions.json",
 		ratelimit.WorkflowID("fred/key"):        "scope-limiter.json",
 		events.WorkflowID:                       "ops-events.json",
 		"record-refetch":                        "refetch.json",
@@ -202,14 +211,13 @@ func recordKeeper(ctx context.Context, kc client.Client) error {
 }
 
 func save(ctx context.Context, tc client.Client, id, path string) error {
-	it := tc.GetWorkflowHistory(ctx, id, "", false, 0)
-	h := &history.History{}
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return fmt.Errorf("reading history of %s: %w", id, err)
-		}
-		h.Events = append(h.Events, e)
+	return saveRun(ctx, tc, id, "", path)
+}
+
+func saveRun(ctx context.Context, tc client.Client, id, runID, path string) error {
+	h, err := readHistory(ctx, tc, id, runID)
+	if err != nil {
+		return err
 	}
 	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
 	if err != nil {
@@ -261,6 +269,100 @@ func scheduledRun(ctx context.Context, tc client.Client, reg *registry.Registry)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+func readHistory(ctx context.Context, tc client.Client, id, runID string) (*history.History, error) {
+	it := tc.GetWorkflowHistory(ctx, id, runID, false, 0)
+	h := &history.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("reading history of %s: %w", id, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	return h, nil
+}
+
+// recordWatch runs two watches on a worker of their own, at rate scale
+// 3,600 (an hourly dataset probed every second) against a simulator whose
+// FRED answers half its calls with 503, so that confirmations come: one
+// watch of fred-dgs2 continuing as new every 8 probes, whose first run is
+// recorded for the replay test, and one of fred-dgs10 with the default
+// 100 probes a run, whose first run's history length is printed (the
+// largest a watch run grows). It returns the first run id of fred-dgs2.
+func recordWatch(ctx context.Context, tc client.Client, reg *registry.Registry, tmp string, log *slog.Logger) (string, error) {
+	const scale, queue = 3600, "record-watch"
+	sim, err := simulator.New(simulator.Options{Registry: reg, RateScale: scale, Seed: 7,
+		Faults: []simulator.Fault{{Provider: "fred", ErrorRate: 0.5}}})
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	st, err := store.Open(ctx, store.Config{DataDir: filepath.Join(tmp, "watch")})
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	lake, err := sink.NewLocal(filepath.Join(tmp, "watch-lake"))
+	if err != nil {
+		return "", err
+	}
+	w, err := worker.Start(worker.Options{
+		Client: tc, TaskQueue: queue, Registry: reg, Sink: lake, Logger: log, RateScale: scale, Watch: st,
+		BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
+		Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
+	})
+	if err != nil {
+		return "", err
+	}
+	defer w.Stop()
+	start := func(ds string, per int) (client.WorkflowRun, error) {
+		return tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WatchWorkflowID(ds), TaskQueue: queue},
+			workflows.WatchName, workflows.WatchInput{Dataset: ds, ProbesPerRun: per})
+	}
+	small, err := start("fred-dgs2", 8)
+	if err != nil {
+		return "", err
+	}
+	full, err := start("fred-dgs10", 0)
+	if err != nil {
+		return "", err
+	}
+	// Both runs end by continuing as new.
+	for _, run := range []client.WorkflowRun{small, full} {
+		var res workflows.WatchResult
+		err := tc.GetWorkflow(ctx, run.GetID(), run.GetRunID()).GetWithOptions(ctx, &res, client.WorkflowRunGetOptions{DisableFollowingRuns: true})
+		if err != nil && !strings.Contains(err.Error(), "continue") {
+			return "", fmt.Errorf("waiting for the first run of %s: %w", run.GetID(), err)
+		}
+	}
+	h, err := readHistory(ctx, tc, full.GetID(), full.GetRunID())
+	if err != nil {
+		return "", err
+	}
+	probes, confirmations := 0, 0
+	for _, e := range h.Events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "Probe" {
+			probes++
+			if strings.Contains(string(a.GetInput().GetPayloads()[0].GetData()), `"confirmation":true`) {
+				confirmations++
+			}
+		}
+	}
+	fmt.Printf("%s: a run of %d probes (%d confirmations) took %d history events\n", full.GetID(), probes, confirmations, len(h.Events))
+	for _, id := range []string{small.GetID(), full.GetID()} {
+		if err := tc.TerminateWorkflow(ctx, id, "", "recorded"); err != nil {
+			return "", err
+		}
+	}
+	return small.GetRunID(), nil
 }
 
 func withheld(creds map[string]string, name string) map[string]string {
