@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	// The connectors declare the row facts the newest period is read with.
+	_ "github.com/sluicehq/sluice/connector/all"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/watch"
@@ -133,3 +135,7 @@ func (f *fixture) get(t testing.TB, path string, hdr ...string) response {
 }
 
 func date(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+
+func sinkMeta() sink.Meta {
+	return sink.Meta{ContentType: "application/octet-stream", FetchedAt: testNow}
+}
