@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/watch"
@@ -290,9 +292,6 @@ func (s *Server) opsData(ctx context.Context, r *http.Request) (opsView, error) 
 	return v, nil
 }
 
-// errBadQuery marks a query parameter out of bounds.
-var errBadQuery = errors.New("bad query")
-
 func (s *Server) opsPage(w http.ResponseWriter, r *http.Request) {
 	if _, err := boundedInt(r, "years", defaultYears, 1, maxYears); err != nil {
 		s.errorPage(w, r, http.StatusBadRequest, err.Error())
@@ -442,7 +441,12 @@ func (s *Server) budgets(ctx context.Context, now time.Time) ([]budgetView, bool
 			defer cancel()
 			st, err := s.cfg.Limiter.State(qctx, id)
 			if err != nil {
-				return // "limiter not running": its workflow does not answer
+				var nf *serviceerror.NotFound
+				if !errors.As(err, &nf) {
+					s.log.Warn("querying a scope limiter for the operator page", "scope", id, "err", err)
+					out[i].Limiter = "limiter state unavailable (Temporal did not answer; see the log)"
+				}
+				return // else "limiter not running": no such workflow
 			}
 			fillLimiter(&out[i], st)
 		}(i, sc.ID)

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/watch"
@@ -107,6 +110,10 @@ func TestOperatorPageContent(t *testing.T) {
 			if !strings.Contains(row, ">running<") || !strings.Contains(row, ">0.5<") || !strings.Contains(row, ">1,000<") {
 				t.Errorf("kis/key limiter state not shown:\n%s", row)
 			}
+		} else if sc.ID == "upbit/ip" {
+			if !strings.Contains(row, "limiter state unavailable") || strings.Contains(row, "connection refused") {
+				t.Errorf("upbit/ip: an unreachable limiter is not told apart:\n%s", row)
+			}
 		} else if !strings.Contains(row, "limiter not running") {
 			t.Errorf("%s: no 'limiter not running':\n%s", sc.ID, row)
 		}
@@ -127,7 +134,10 @@ func (f fakeLimiter) State(_ context.Context, id string) (ratelimit.State, error
 	if s, ok := f[id]; ok {
 		return s, nil
 	}
-	return ratelimit.State{}, errors.New("workflow not found for ID: limiter/" + id)
+	if id == "upbit/ip" {
+		return ratelimit.State{}, errors.New("connection refused")
+	}
+	return ratelimit.State{}, fmt.Errorf("querying limiter: %w", serviceerror.NewNotFound("workflow not found for ID: limiter/"+id))
 }
 
 func itoa(n int) string { return thousands(n) }

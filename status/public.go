@@ -379,3 +379,14 @@ func boundedInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	}
 	return n, nil
 }
+
+// barSummary is the text alternative of a bar: how many days fell in
+// each colour.
+func barSummary(days []dayCell) string {
+	n := map[string]int{}
+	for _, d := range days {
+		n[d.Class]++
+	}
+	return fmt.Sprintf("Last %d days: %d without downtime, %d down less than an hour, %d down an hour or more, %d without data",
+		len(days), n[cellNone], n[cellMinor], n[cellMajor], n[cellNoData])
+}

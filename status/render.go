@@ -92,6 +92,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 			return "·"
 		},
 		"join":       strings.Join,
+		"barSummary": barSummary,
 		"uptimeRule": func() string { return UptimeRule },
 		"fredNotice": func() string { return FREDNotice },
 		"inc":        func(i int) int { return i + 1 },

@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -264,9 +263,6 @@ func (b *Backfill) estimate(now time.Time) {
 	spent := now.Sub(b.Started)
 	b.ETA = now.Add(time.Duration(float64(spent) * (100 - b.Percent) / b.Percent)).Truncate(time.Second)
 }
-
-// errNotWired is what a source that is not configured reports.
-var errNotWired = errors.New("not configured")
 
 func clipText(s string, n int) string {
 	if len(s) <= n {

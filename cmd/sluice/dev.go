@@ -24,6 +24,7 @@ func init() { register(newDevCmd) }
 
 func newDevCmd() *cobra.Command {
 	var rf runtimeFlags
+	var sf statusFlags
 	var frontendAddr, uiAddr, simAddr, date, namespace string
 	var real, once, noIngest bool
 	var providers, datasets []string
@@ -108,6 +109,14 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 
 			fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
 			fmt.Fprintf(out, "Web UI     %s\n", srv.UIURL())
+			if sf.addr != "off" {
+				st, err := startDevStatus(ctx, sf, reg, dataDir, lake, rf.sink.Describe(), tc, srv.Namespace(), w.Limiter(), log)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				fmt.Fprintf(out, "Status     %s/ (operator %s/ops, token in %s)\n", st.URL, st.URL, st.tokenFile)
+			}
 			if sim != nil {
 				fmt.Fprintf(out, "Simulator  %s (rate scale %g)\n", rf.baseURL, rf.rateScale)
 			} else {
@@ -158,6 +167,7 @@ and prints a summary table. It then stays up for the Web UI until Ctrl-C;
 	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "embedded Temporal frontend HOST:PORT")
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace")
+	sf.bind(fs, "status-addr", "serve the status pages on HOST:PORT (off: none)")
 	stringFlag(fs, &simAddr, "sim-addr", "SLUICE_SIM_ADDR", "127.0.0.1:0", "simulator HOST:PORT (port 0: a free port)")
 	fs.StringVar(&date, "date", "", "logical date of the batch, YYYY-MM-DD (default: yesterday)")
 	fs.BoolVar(&real, "real", false, "call the real provider endpoints instead of the simulator (credentials from the environment)")
