@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
@@ -221,6 +223,8 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 
+	startFakeBackfillAndSchedule(t, ctx, rr.tc)
+
 	srv, err := New(Config{Registry: rr.reg, Store: rr.store, Lake: rr.lake, LakeDescription: "local lake (test)",
 		Limiter: rr.w.Limiter(), Schedules: Temporal{Client: rr.tc, Namespace: "default"}, Backfills: Temporal{Client: rr.tc, Namespace: "default"},
 		OperatorToken: testToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -354,6 +358,24 @@ func TestBrowser(t *testing.T) {
 	if s := eval(`document.querySelector("#scope-fred\\/key .limiter").innerText`); s != "running" {
 		t.Errorf("fred/key limiter: %q", s)
 	}
+	// The schedule and the running backfill (listings are eventually
+	// consistent: reload until they show).
+	for i := 0; ; i++ {
+		sc := eval(`(document.querySelector("table.schedules") || {innerText: ""}).innerText`)
+		bf := eval(`(document.querySelector("table.backfills") || {innerText: ""}).innerText`)
+		if strings.Contains(sc, "sluice-test-daily") && strings.Contains(bf, "backfill-test") && strings.Contains(bf, "25.0%") {
+			if !strings.Contains(sc, "0 14 * * 1-5") {
+				t.Errorf("schedule row: %q", sc)
+			}
+			break
+		}
+		if i == 60 {
+			t.Fatalf("the schedule or the backfill never showed:\n%s\n%s", sc, bf)
+		}
+		do("reloading /ops", chromedp.Sleep(500*time.Millisecond), chromedp.Navigate(base+"/ops"), chromedp.WaitVisible(chromedp.CSS("#check")))
+	}
+	do("scrolling to the schedules", chromedp.ScrollIntoView(chromedp.CSS("#schedules")))
+	shot("ops-schedules", "#schedules")
 	do("scrolling to the budgets", chromedp.ScrollIntoView(chromedp.CSS("#budget")))
 	shot("ops-budget", "#budget")
 	cells := eval(`Array.from(document.querySelectorAll("#cov-` + cov + ` td.cov")).map(td => td.className + "|" + td.title).join("\n")`)
@@ -376,4 +398,41 @@ func TestBrowser(t *testing.T) {
 	do("opening the month view", chromedp.Navigate(base+"/ops/coverage/"+cov), chromedp.WaitVisible(chromedp.CSS("table.coverage")))
 	shot("ops-coverage-months", "")
 	t.Logf("screenshots in %s", shots)
+}
+
+// fakeBackfill stands for the Backfill workflow (built in parallel): a
+// running workflow of that type answering a progress query.
+func fakeBackfill(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, BackfillProgressQuery, func() (map[string]any, error) {
+		return map[string]any{"from": "2016-01-01", "to": "2025-12-31", "state": "running", "percent": 25.0,
+			"counts": map[string]any{"chunks": 40, "done": 10, "failed": 1}, "providers": []map[string]any{{"provider": "fred", "state": "running"}}}, nil
+	}); err != nil {
+		return err
+	}
+	workflow.GetSignalChannel(ctx, "stop").Receive(ctx, nil)
+	return nil
+}
+
+// startFakeBackfillAndSchedule runs a workflow of type Backfill on a
+// test queue and creates a paused schedule carrying Sluice's memo.
+func startFakeBackfillAndSchedule(t *testing.T, ctx context.Context, tc client.Client) {
+	t.Helper()
+	w := sdkworker.New(tc, "status-test", sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(fakeBackfill, workflow.RegisterOptions{Name: BackfillWorkflowType})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "backfill-test", TaskQueue: "status-test"}, BackfillWorkflowType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tc.TerminateWorkflow(context.Background(), run.GetID(), "", "test over") })
+	_, err = tc.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: "sluice-test-daily", Paused: true, Note: "test",
+		Spec:   client.ScheduleSpec{CronExpressions: []string{"0 14 * * 1-5"}, TimeZoneName: "Asia/Seoul"},
+		Action: &client.ScheduleWorkflowAction{ID: "daily", Workflow: "DailyIngest", TaskQueue: "sluice"},
+		Memo:   map[string]any{ScheduleMemoOwner: ScheduleOwner}})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

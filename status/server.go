@@ -166,11 +166,11 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
+		h.Add("Vary", "Accept-Encoding")
 		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && r.Method != http.MethodHead {
 			gz := gzip.NewWriter(w)
 			defer gz.Close()
 			h.Set("Content-Encoding", "gzip")
-			h.Add("Vary", "Accept-Encoding")
 			w = gzipWriter{ResponseWriter: w, w: gz}
 		}
 		defer func() {

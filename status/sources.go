@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -148,13 +149,46 @@ func describeSpec(s *client.ScheduleSpec) string {
 	for _, iv := range s.Intervals {
 		parts = append(parts, "every "+iv.Every.String())
 	}
-	if n := len(s.Calendars); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d calendar(s)", n))
+	for _, c := range s.Calendars {
+		parts = append(parts, describeCalendar(c))
 	}
 	if s.TimeZoneName != "" {
 		parts = append(parts, "in "+s.TimeZoneName)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeCalendar writes a calendar spec the way cron would (minute
+// hour day-of-month month day-of-week; a field covering its whole range
+// is *), which is how the server returns a cron expression.
+func describeCalendar(c client.ScheduleCalendarSpec) string {
+	field := func(rs []client.ScheduleRange, lo, hi int) string {
+		if len(rs) == 0 {
+			return "*"
+		}
+		var out []string
+		for _, r := range rs {
+			end := max(r.End, r.Start)
+			switch {
+			case r.Start == lo && end == hi && r.Step <= 1:
+				out = append(out, "*")
+			case end == r.Start:
+				out = append(out, fmt.Sprint(r.Start))
+			default:
+				v := fmt.Sprintf("%d-%d", r.Start, end)
+				if r.Step > 1 {
+					v += fmt.Sprintf("/%d", r.Step)
+				}
+				out = append(out, v)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	s := strings.Join([]string{field(c.Minute, 0, 59), field(c.Hour, 0, 23), field(c.DayOfMonth, 1, 31), field(c.Month, 1, 12), field(c.DayOfWeek, 0, 6)}, " ")
+	if c.Comment != "" {
+		s += " (" + clipText(c.Comment, 80) + ")"
+	}
+	return s
 }
 
 // Backfills lists the running workflows of type Backfill (at most 500)
@@ -170,22 +204,36 @@ func (t Temporal) Backfills(ctx context.Context) ([]Backfill, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listing running backfills: %w", err)
 		}
+		start := len(out)
 		for _, e := range resp.Executions {
 			b := Backfill{ID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(), Percent: -1}
 			if st := e.GetStartTime(); st != nil {
 				b.Started = st.AsTime()
 			}
-			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			v, err := t.Client.QueryWorkflow(qctx, b.ID, b.RunID, BackfillProgressQuery)
-			cancel()
-			if err == nil {
-				var raw json.RawMessage
-				if v.Get(&raw) == nil {
-					b.Queried = decodeProgress(raw, &b)
-				}
-			}
 			out = append(out, b)
 		}
+		// Ask each its progress, a few at a time, each bounded.
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for i := start; i < len(out); i++ {
+			wg.Add(1)
+			go func(b *Backfill) {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				v, err := t.Client.QueryWorkflow(qctx, b.ID, b.RunID, BackfillProgressQuery)
+				if err != nil {
+					return
+				}
+				var raw json.RawMessage
+				if v.Get(&raw) == nil {
+					b.Queried = decodeProgress(raw, b)
+				}
+			}(&out[i])
+		}
+		wg.Wait()
 		token = resp.NextPageToken
 		if len(token) == 0 {
 			break
