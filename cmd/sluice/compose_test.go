@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/status"
 	"github.com/sluicehq/sluice/watch/store"
 )
 
@@ -68,7 +69,7 @@ func TestComposeMatchesFlags(t *testing.T) {
 		}
 	}
 	root := newRootCmd()
-	for _, svc := range []string{"worker", "simulator"} {
+	for _, svc := range []string{"worker", "simulator", "status"} {
 		s, ok := cf.Services[svc]
 		if !ok {
 			t.Fatalf("compose file has no %s service", svc)
@@ -86,7 +87,8 @@ func TestComposeMatchesFlags(t *testing.T) {
 			switch {
 			case envs[key] != "":
 			case creds[key] && svc == "worker":
-			case strings.HasPrefix(key, "AWS_") && svc == "worker":
+			case strings.HasPrefix(key, "AWS_") && (svc == "worker" || svc == "status"):
+			case (key == status.EnvOperatorToken || key == status.EnvOperatorTokenFile) && svc == "status":
 			default:
 				t.Errorf("%s: environment variable %s is read by no flag of `sluice %s`", svc, key, s.Command[0])
 			}
@@ -99,6 +101,9 @@ func TestComposeMatchesFlags(t *testing.T) {
 				}
 			}
 		}
+	}
+	if st := cf.Services["status"]; st.Environment["SLUICE_WATCH_DB"] != cf.WatchDB || st.Environment["SLUICE_S3_BUCKET"] == "" {
+		t.Errorf("status: it must read the stack's watch database and lake: %v", st.Environment)
 	}
 	if !slices.Contains(cf.Services["simulator"].Profiles, "sim") {
 		t.Error("the simulator must run under the sim profile")
