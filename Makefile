@@ -21,7 +21,7 @@ VERSITYGW_VERSION := v1.8.0
 # longer timeout.
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run test pg-check lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
+.PHONY: all build run test pg-check chromium lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
 
 all: build
 
@@ -36,7 +36,7 @@ run: build
 	$(BIN)/sluice dev $(RUN_ARGS)
 
 ## test: lint, then every test with -race.
-test: tools lint pg-check
+test: tools lint pg-check chromium
 	$(GO) test $(TEST_FLAGS) ./...
 
 ## pg-check: say out loud, before the tests, when the PostgreSQL half of the
@@ -47,6 +47,20 @@ pg-check:
 	  if [ -n "$$CI" ]; then echo "PostgreSQL is not reachable at 127.0.0.1:5432: on CI the watch store's PostgreSQL tests will FAIL"; \
 	  else echo "WARNING: PostgreSQL is not reachable at 127.0.0.1:5432: the watch store's PostgreSQL tests will be SKIPPED" \
 	    "(start it: pg_ctlcluster --skip-systemctl-redirect \$$(ls /etc/postgresql) main start; or set SLUICE_TEST_POSTGRES_URL)"; fi; \
+	fi
+
+## chromium: the status pages' browser test drives Debian's headless
+## chromium (and a Korean font for the pages' Hangul); installed here when
+## missing and we are root. Elsewhere the test skips, saying so (on CI it
+## fails).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list :lang=ko 2>/dev/null | grep -q .; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium and fonts-nanum for the browser tests"; \
+	    (apt-get install -y -qq chromium fonts-nanum >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium fonts-nanum >/dev/null)) || \
+	      echo "WARNING: could not install chromium: the browser tests will be SKIPPED (on CI they fail)"; \
+	  else echo "WARNING: chromium is missing and cannot be installed here (not root): the browser tests will be SKIPPED (on CI they fail)"; fi; \
 	fi
 
 lint: fmt-check vet staticcheck workflowcheck

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/schedules"
+	"github.com/sluicehq/sluice/status"
 	"github.com/sluicehq/sluice/watch/store"
 )
 
@@ -75,7 +76,7 @@ func TestComposeMatchesFlags(t *testing.T) {
 		}
 	}
 	root := newRootCmd()
-	for _, svc := range []string{"worker", "simulator", "watch-sync"} {
+	for _, svc := range []string{"worker", "simulator", "watch-sync", "status"} {
 		s, ok := cf.Services[svc]
 		if !ok {
 			t.Fatalf("compose file has no %s service", svc)
@@ -101,7 +102,8 @@ func TestComposeMatchesFlags(t *testing.T) {
 			switch {
 			case envs[key] != "":
 			case creds[key] && svc == "worker":
-			case strings.HasPrefix(key, "AWS_") && svc == "worker":
+			case strings.HasPrefix(key, "AWS_") && (svc == "worker" || svc == "status"):
+			case (key == status.EnvOperatorToken || key == status.EnvOperatorTokenFile) && svc == "status":
 			default:
 				t.Errorf("%s: environment variable %s is read by no flag of `sluice %s`", svc, key, s.Command[0])
 			}
@@ -114,6 +116,9 @@ func TestComposeMatchesFlags(t *testing.T) {
 				}
 			}
 		}
+	}
+	if st := cf.Services["status"]; st.Environment["SLUICE_WATCH_DB"] != cf.WatchDB || st.Environment["SLUICE_S3_BUCKET"] == "" {
+		t.Errorf("status: it must read the stack's watch database and lake: %v", st.Environment)
 	}
 	if !slices.Contains(cf.Services["simulator"].Profiles, "sim") {
 		t.Error("the simulator must run under the sim profile")

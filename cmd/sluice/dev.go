@@ -35,6 +35,7 @@ func init() { register(newDevCmd) }
 
 func newDevCmd() *cobra.Command {
 	var rf runtimeFlags
+	var sf statusFlags
 	var frontendAddr, uiAddr, simAddr, codecAddr, date, namespace string
 	var real, once, noIngest, noSchedules bool
 	var catchup time.Duration
@@ -165,6 +166,15 @@ failed.`,
 
 			fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
 			fmt.Fprintf(out, "Web UI     %s\n", srv.UIURL())
+			if sf.addr != "off" {
+				sf.db = rf.watchDB
+				st, err := startDevStatus(ctx, sf, reg, dataDir, lake, rf.sink.Describe(), tc, srv.Namespace(), w.Limiter(), log)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				fmt.Fprintf(out, "Status     %s/ (operator %s/ops, token in %s)\n", st.URL, st.URL, st.tokenFile)
+			}
 			if sim != nil {
 				fmt.Fprintf(out, "Simulator  %s (rate scale %g)\n", rf.baseURL, rf.rateScale)
 			} else {
@@ -231,6 +241,7 @@ failed.`,
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace")
 	stringFlag(fs, &codecAddr, "codec-addr", "SLUICE_CODEC_ADDR", "127.0.0.1:0", "codec endpoint the Web UI decodes sealed payloads through, on loopback (port 0: a free port; off: none)")
+	sf.bind(fs, "status-addr", "serve the status pages on HOST:PORT (off: none)")
 	stringFlag(fs, &simAddr, "sim-addr", "SLUICE_SIM_ADDR", "127.0.0.1:0", "simulator HOST:PORT (port 0: a free port)")
 	fs.StringVar(&date, "date", "", "logical date of the batch, YYYY-MM-DD (default: yesterday)")
 	fs.BoolVar(&real, "real", false, "call the real provider endpoints instead of the simulator (credentials from the environment)")

@@ -198,6 +198,21 @@ func (t *temporalFlags) dialQuiet(ctx context.Context) (client.Client, error) {
 	return tc, err
 }
 
+// dialLazy is dialQuiet for a server that must start while Temporal is
+// unreachable (sluice status): the client connects on its first call.
+func (t *temporalFlags) dialLazy() (client.Client, error) {
+	opts, conn, err := t.options(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = temporalLogger(discardLogger())
+	tc, err := client.NewLazyClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s (%s): %w", t.addr, conn.describe(), err)
+	}
+	return tc, nil
+}
+
 func (t *temporalFlags) connect(ctx context.Context, opts client.Options, conn connection) (client.Client, client.Options, error) {
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/status"
+	"github.com/sluicehq/sluice/watch/store"
+)
+
+func init() { register(newStatusCmd) }
+
+// DefaultStatusAddr is where `sluice status` and `sluice dev` serve the
+// status pages.
+const DefaultStatusAddr = "127.0.0.1:8240"
+
+// statusFlags are the flags of the status pages, shared by `sluice status`
+// and `sluice dev`.
+type statusFlags struct {
+	addr     string
+	db       watchDBFlag // bound by sluice status; sluice dev shares its own
+	timezone string
+}
+
+// bind registers the flags; the address flag is named addrFlag (--addr
+// for sluice status, --status-addr for sluice dev).
+func (f *statusFlags) bind(fs *pflag.FlagSet, addrFlag, addrUsage string) {
+	stringFlag(fs, &f.addr, addrFlag, "SLUICE_STATUS_ADDR", DefaultStatusAddr, addrUsage)
+	stringFlag(fs, &f.timezone, "status-timezone", "SLUICE_STATUS_TIMEZONE", "UTC", "IANA timezone the uptime bars' days begin in")
+}
+
+// operatorToken reads SLUICE_OPERATOR_TOKEN (or the file
+// SLUICE_OPERATOR_TOKEN_FILE names); "" when neither is set.
+func operatorToken() (string, error) {
+	tok, err := connector.EnvCredentials(status.EnvOperatorToken)
+	if errors.Is(err, connector.ErrNoCredential) && os.Getenv(status.EnvOperatorTokenFile) == "" {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := status.ValidateToken(tok); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// devOperatorToken is the token `sluice dev` uses: the environment's, or
+// one it keeps in <data-dir>/operator-token (mode 0600), created once.
+func devOperatorToken(dataDir string) (tok, file string, err error) {
+	if tok, err = operatorToken(); err != nil || tok != "" {
+		return tok, "", err
+	}
+	file = filepath.Join(dataDir, "operator-token")
+	if b, err := os.ReadFile(file); err == nil {
+		tok = strings.TrimSpace(string(b))
+		if err := status.ValidateToken(tok); err != nil {
+			return "", "", fmt.Errorf("%s: %w", file, err)
+		}
+		return tok, file, nil
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", "", fmt.Errorf("creating an operator token: %w", err)
+	}
+	tok = base64.RawURLEncoding.EncodeToString(raw)
+	if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("writing the operator token: %w", err)
+	}
+	return tok, file, nil
+}
+
+// statusServer is a running status server.
+type statusServer struct {
+	URL   string
+	store store.Store
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// Close stops the server and closes its store.
+func (s *statusServer) Close() {
+	s.stop()
+	<-s.done
+	_ = s.store.Close()
+}
+
+type statusDeps struct {
+	reg       *registry.Registry
+	dataDir   string
+	lake      sink.Sink
+	lakeName  string
+	tc        client.Client // nil: no Temporal
+	namespace string
+	limiter   status.LimiterStates
+	token     string
+	log       *slog.Logger
+}
+
+// startStatus opens the watch store and serves the status pages on
+// f.addr until Close.
+func startStatus(ctx context.Context, f statusFlags, d statusDeps) (*statusServer, error) {
+	loc, err := time.LoadLocation(f.timezone)
+	if err != nil {
+		return nil, fmt.Errorf("--status-timezone %q: %w", f.timezone, err)
+	}
+	if err := status.CheckListen(f.addr, d.token); err != nil {
+		return nil, err
+	}
+	st, err := f.db.openExisting(ctx, d.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := status.Config{Registry: d.reg, Store: st, Lake: d.lake, LakeDescription: d.lakeName, Limiter: d.limiter,
+		OperatorToken: d.token, Location: loc, Logger: d.log}
+	if d.tc != nil {
+		t := status.Temporal{Client: d.tc, Namespace: d.namespace}
+		cfg.Schedules, cfg.Backfills = t, t
+	}
+	srv, err := status.New(cfg)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("listening for the status pages on %s: %w", f.addr, err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	out := &statusServer{URL: "http://" + ln.Addr().String(), store: st, stop: stop, done: make(chan error, 1)}
+	go func() { out.done <- srv.ServeListener(sctx, ln, nil) }()
+	return out, nil
+}
+
+func newStatusCmd() *cobra.Command {
+	var tf temporalFlags
+	var sf statusFlags
+	var lake sink.Config
+	var noTemporal bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Serve the status pages: public dataset health, and the operator page behind a token",
+		Long: `Serves the status pages from the watch store, the registry, the lake and
+Temporal: a public page of every dataset's state, uptime and newest period, a
+page per dataset with its Changes and terms of use, a JSON API
+(/api/v1/summary.json, /api/v1/datasets/ID.json), and the operator page /ops
+(확인 필요, budgets, schedules, backfills, the lake's coverage, events).
+
+/ops needs the operator token: SLUICE_OPERATOR_TOKEN, or a file named by
+SLUICE_OPERATOR_TOKEN_FILE (at least 16 bytes), sent as
+"Authorization: Bearer TOKEN" or through the login form. Without a token the
+operator page is off, and the server refuses any address but loopback.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			reg, err := loadRegistry()
+			if err != nil {
+				return err
+			}
+			tok, err := operatorToken()
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			d := statusDeps{reg: reg, dataDir: lake.DataDir, lakeName: lake.Describe(), token: tok, log: log, namespace: tf.namespace}
+			lk, err := lake.OpenExisting(ctx)
+			switch {
+			case errors.Is(err, sink.ErrNoLake):
+				log.Warn("no lake yet: the pages show no newest period and an empty coverage map", "lake", lake.Describe())
+			case err != nil:
+				return err
+			default:
+				defer lk.Close()
+				d.lake = lk
+			}
+			if !noTemporal {
+				tc, err := tf.dialLazy()
+				if err != nil {
+					return err
+				}
+				defer tc.Close()
+				d.tc = tc
+				d.limiter = ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: tf.taskQueue})
+			}
+			srv, err := startStatus(ctx, sf, d)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "Status     %s/\n", srv.URL)
+			if tok != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Operator   %s/ops (token from %s)\n", srv.URL, tokenSource())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "Operator   off (set %s or %s)\n", status.EnvOperatorToken, status.EnvOperatorTokenFile)
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	tf.bind(fs)
+	lake.BindFlags(fs)
+	sf.bind(fs, "addr", "serve the status pages on HOST:PORT (a non-loopback address needs an operator token)")
+	sf.db.bind(fs)
+	fs.BoolVar(&noTemporal, "no-temporal", false, "do not ask Temporal (limiters, schedules, backfills): the operator page says so")
+	return cmd
+}
+
+func tokenSource() string {
+	if os.Getenv(status.EnvOperatorToken) != "" {
+		return status.EnvOperatorToken
+	}
+	return status.EnvOperatorTokenFile
+}
+
+// devStatus is the status server `sluice dev` runs.
+type devStatus struct {
+	*statusServer
+	tokenFile string
+}
+
+// startDevStatus serves the status pages for `sluice dev`: its worker's
+// limiter client, its Temporal and an operator token from the environment
+// or <data-dir>/operator-token.
+func startDevStatus(ctx context.Context, f statusFlags, reg *registry.Registry, dataDir string, lake sink.Sink, lakeName string,
+	tc client.Client, namespace string, lim status.LimiterStates, log *slog.Logger) (*devStatus, error) {
+	tok, file, err := devOperatorToken(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if file == "" {
+		file = tokenSource()
+	}
+	s, err := startStatus(ctx, f, statusDeps{reg: reg, dataDir: dataDir, lake: lake, lakeName: lakeName, tc: tc, namespace: namespace,
+		limiter: lim, token: tok, log: log})
+	if err != nil {
+		return nil, err
+	}
+	return &devStatus{statusServer: s, tokenFile: file}, nil
+}
