@@ -33,6 +33,9 @@ type IngestInput struct {
 	// period and the revisions of those before it. Without it the provider
 	// is asked for exactly From..To.
 	LookBack bool `json:"look_back,omitempty"`
+	// Priority is the class this ingest's calls wait in at the scope
+	// limiter: empty for a daily run, "backfill" for a backfill's chunk.
+	Priority connector.Priority `json:"priority,omitempty"`
 }
 
 // IngestResult is the metadata of one ingested object. No payload.
@@ -160,7 +163,7 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 // that date; any other ingest asks exactly from..to. A dataset that asks
 // one period a call makes one request per period.
 func planFetch(reg *registry.Registry, ds *registry.Dataset, in IngestInput, from, to time.Time) (fetchPlan, error) {
-	plan := fetchPlan{keyFrom: from, keyTo: to, window: registry.Dates{From: from, To: to}}
+	plan := fetchPlan{keyFrom: from, keyTo: to, window: registry.Dates{From: from, To: to}, priority: in.Priority}
 	if in.LookBack {
 		if !from.Equal(to) {
 			return plan, temporal.NewNonRetryableApplicationError(

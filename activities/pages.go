@@ -38,6 +38,8 @@ type fetchPlan struct {
 	// the one object: one request for a window, or one per period for a
 	// dataset that asks one period a call.
 	requests []registry.Dates
+	// priority is the class the calls wait in at the scope limiter.
+	priority connector.Priority
 }
 
 // fetchPages fetches the pages of a plan's requests, page 1 of each first,
@@ -69,7 +71,7 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 	var fetchedAt time.Time
 	total := 0 // pages written, over every request
 	for _, dates := range plan.requests {
-		req := connector.Request{Provider: a.cfg.Registry.Provider(ds.Provider), Dataset: ds, From: dates.From, To: dates.To}
+		req := connector.Request{Provider: a.cfg.Registry.Provider(ds.Provider), Dataset: ds, From: dates.From, To: dates.To, Priority: plan.priority}
 		if dates.IsZero() {
 			req.From, req.To = plan.keyFrom, plan.keyTo
 		}

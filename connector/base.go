@@ -152,7 +152,7 @@ func (b *Base) Credential(role string) (string, error) {
 // Dataset checks that a request names a dataset of this provider and
 // returns the call it makes.
 func (b *Base) Dataset(req Request, probe bool) (Call, *registry.Dataset, *Error) {
-	call := Call{Provider: b.provider.ID, Kind: CallData, Probe: probe}
+	call := Call{Provider: b.provider.ID, Kind: CallData, Probe: probe, Priority: req.Priority}
 	ds := req.Dataset
 	if ds == nil {
 		return call, nil, b.Fail(call, 0, &Error{Class: BadRequest, Message: "no dataset given"})

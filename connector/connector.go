@@ -38,7 +38,23 @@ type Call struct {
 	Dataset  string // registry dataset id; empty for token calls
 	Kind     string // CallData or CallToken
 	Probe    bool   // the data call is a probe
+	// Priority is the call's class at the scope limiter (Request.Priority).
+	Priority Priority
 }
+
+// Priority is the class of a call at the scope limiter: when calls of
+// several classes wait for the same scope, the higher class is served
+// first.
+type Priority string
+
+const (
+	// PriorityDaily, the zero value, is a daily run's or a probe's call.
+	PriorityDaily Priority = ""
+	// PriorityBackfill is a backfill's call: served after every daily call
+	// that waits for the same scope, and only from the daily quota that the
+	// day's reserved demand (scheduled ingests and probes) leaves.
+	PriorityBackfill Priority = "backfill"
+)
 
 // Observation is what Observe learns of one call: its outcome and any
 // provider-specific signal a connector read from the answer. Connectors

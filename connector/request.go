@@ -26,6 +26,9 @@ type Request struct {
 	// Limit overrides the dataset's page size (rows per call) when > 0.
 	// Probes use it to ask for a handful of rows.
 	Limit int
+	// Priority is the class the request's calls wait in at the scope
+	// limiter; the zero value is a daily run's.
+	Priority Priority
 }
 
 // PageOrFirst returns Page, or 1 when Page is 0 or negative.
