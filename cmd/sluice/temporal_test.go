@@ -339,3 +339,51 @@ func TestEveryCommandConnectsThroughTheBinder(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeListsEveryBinderUser: the README's TLS section names every
+// command that binds temporalFlags (has --temporal), and no other.
+func TestReadmeListsEveryBinderUser(t *testing.T) {
+	clearTemporalEnv(t)
+	want := map[string]bool{}
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		if c.Flags().Lookup("temporal") != nil {
+			want[strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")] = true
+		}
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCmd())
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "### Connecting to Temporal: TLS, mutual TLS, Temporal Cloud"
+	_, section, ok := strings.Cut(string(readme), heading)
+	if !ok {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	intro, _, ok := strings.Cut(section, "takes the same flags")
+	if !ok {
+		t.Fatalf("README.md's section %q does not say which commands take the flags", heading)
+	}
+	got := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z][a-z -]*)`").FindAllStringSubmatch(intro, -1) {
+		name, _, _ := strings.Cut(m[1], " --") // `lake verify --repair`
+		got[strings.TrimSpace(name)] = true
+	}
+	for c := range want {
+		if !got[c] {
+			t.Errorf("README.md's TLS section does not list `%s`, which connects to Temporal", c)
+		}
+	}
+	for c := range got {
+		if !want[c] {
+			t.Errorf("README.md's TLS section lists `%s`, which has no --temporal flag", c)
+		}
+	}
+	if len(want) < 3 {
+		t.Errorf("only %d commands connect to Temporal: the check checked nothing", len(want))
+	}
+}
