@@ -120,7 +120,7 @@ func TestRowsPerCycle(t *testing.T) {
 		// Weekdays: March 2024 has 21, April 22.
 		{wire.Day, kisCov, "2024-03-01", "2024-04-30", 43},
 		{wire.Day, kisCov, "2026-11-28", "2026-11-29", 0}, // a weekend
-		{wire.Day, wire.Coverage{Weekdays: true, RowsPerPeriod: 125}, "2024-01-01", "2024-12-31", 262 * 125},
+		{wire.Day, wire.Coverage{Align: datagoCov.Align, Weekdays: true, RowsPerPeriod: 125}, "2024-01-01", "2024-12-31", 262 * 125},
 	} {
 		if got := Rows(tc.cov, tc.unit, d(tc.from), d(tc.to)); got != tc.want {
 			t.Errorf("Rows(%s, %s..%s) = %d, want %d", tc.unit, tc.from, tc.to, got, tc.want)
