@@ -44,7 +44,7 @@ type Connector struct {
 var _ connector.Connector = (*Connector)(nil)
 
 // New returns a KIS connector. Without Options.TokenStore, tokens are kept
-// in a file store under tokenstore.DefaultDir().
+// in this process only (tokenstore.Memory).
 func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 	b, err := connector.NewBase(p, opts)
 	if err != nil {
@@ -52,11 +52,7 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 	}
 	store := opts.TokenStore
 	if store == nil {
-		fs, err := tokenstore.NewFile(tokenstore.DefaultDir())
-		if err != nil {
-			return nil, fmt.Errorf("creating kis connector: %w", err)
-		}
-		store = fs
+		store = tokenstore.NewMemory()
 	}
 	return &Connector{base: b, store: store, flight: make(chan struct{}, 1)}, nil
 }
