@@ -88,7 +88,7 @@ func TestLakeShowsTheWindow(t *testing.T) {
 // range key of several pages alike; a key that names no dataset and
 // dates is reported and left alone.
 func TestLakeVerifyRepair(t *testing.T) {
-	for _, env := range []string{sink.EnvS3Bucket, sink.EnvS3Endpoint, sink.EnvDataDir} {
+	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir} {
 		t.Setenv(env, "")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,7 +24,7 @@ func init() { register(newWorkerCmd) }
 // runtimeFlags configure what a worker process does, in `sluice worker`
 // and `sluice dev` alike.
 type runtimeFlags struct {
-	sink           sink.Config
+	lake           lakeFlags
 	baseURL        string
 	simCredentials bool
 	rateScale      float64
@@ -43,7 +42,7 @@ type runtimeFlags struct {
 }
 
 func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
-	r.sink.BindFlags(fs)
+	r.lake.bind(fs)
 	stringFlag(fs, &r.baseURL, "base-url", "SLUICE_BASE_URL", "", "send every provider's calls to this base URL instead of the registry's (the simulator)")
 	boolFlag(fs, &r.simCredentials, "sim-credentials", "SLUICE_SIM_CREDENTIALS", false, "use the simulator's test credentials instead of the environment's")
 	floatFlag(fs, &r.rateScale, "rate-scale", "SLUICE_RATE_SCALE", 1, "multiply every declared rate; any value but 1 only against a simulator (--base-url) running at the same --rate-scale, which the worker checks at start")
@@ -102,7 +101,7 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 		// KIS tokens live in the token keepers: every worker on every
 		// machine shares one token per app key.
 		opts.TokenKeeper = r.keeper
-	} else if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+	} else if store, err := tokenstore.NewFile(r.lake.dataDir.tokens()); err == nil {
 		// Under the data directory: every worker sharing it (one machine,
 		// or a shared volume) shares one token per app key.
 		opts.TokenStore = store
@@ -143,17 +142,17 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			if err != nil {
 				return err
 			}
-			lake, err := rf.sink.Open(cmd.Context())
+			lake, err := rf.lake.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer lake.Close()
-			ws, err := rf.watchDB.open(cmd.Context(), rf.sink.DataDir)
+			ws, err := rf.watchDB.open(cmd.Context(), rf.lake.dataDir)
 			if err != nil {
 				return err
 			}
 			defer ws.Close()
-			ring, err := rf.keyring(log, "")
+			ring, err := rf.keyring(log, false)
 			if err != nil {
 				return err
 			}
