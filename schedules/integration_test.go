@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/embedded"
@@ -253,8 +254,8 @@ func TestSyncOnTheEmbeddedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.Start(worker.Options{Client: tc, Registry: v2, Sink: lake, Logger: log, RateScale: 10,
-		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(v2)), TokenStore: tokens})
+	w, err := worker.Start(worker.Options{Client: tc, Config: activities.Config{Registry: v2, Sink: lake, Logger: log, RateScale: 10,
+		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(v2)), TokenStore: tokens}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
@@ -108,9 +109,9 @@ func newStack(b *testing.B, scale float64, n int, tk tokens, faults ...simulator
 	cd, _ := codec.New(ring)
 	for range n {
 		opts := worker.Options{
-			Client: dial(), Registry: reg, Sink: lake, Logger: quiet, RateScale: scale,
-			BaseURLs:    map[string]string{"*": s.simURL},
-			Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
+			Client: dial(), Config: activities.Config{Registry: reg, Sink: lake, Logger: quiet, RateScale: scale,
+				BaseURLs:    map[string]string{"*": s.simURL},
+				Credentials: connector.MapCredentials(simulator.TestCredentials(reg))},
 		}
 		switch tk {
 		case sharedFile:

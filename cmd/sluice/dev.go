@@ -139,7 +139,7 @@ failed.`,
 				return err
 			}
 			defer ws.Close()
-			wopts := rf.workerOptions(reg, tc, "sluice", lake, log)
+			wopts := rf.workerOptions(reg, tc, workflows.TaskQueue, lake, log)
 			wopts.Watch = ws
 			if real && !rf.simCredentials {
 				wopts.Credentials = connector.EnvCredentials
@@ -149,7 +149,7 @@ failed.`,
 				return err
 			}
 			defer w.Stop()
-			steps, err := watchsync.Sync(ctx, tc, reg, "sluice")
+			steps, err := watchsync.Sync(ctx, tc, reg, workflows.TaskQueue)
 			if err != nil {
 				return fmt.Errorf("starting the watch: %w", err)
 			}
@@ -184,7 +184,7 @@ failed.`,
 			fmt.Fprintf(out, "Registry   %d providers, %d datasets\n\n", len(reg.Providers), len(reg.Datasets))
 			if !noSchedules {
 				fmt.Fprintln(out, "Schedules (the Web UI's Schedules page):")
-				if _, err := syncSchedules(ctx, tc, reg, schedules.Options{TaskQueue: "sluice", CatchupWindow: catchup}, false, out); err != nil {
+				if _, err := syncSchedules(ctx, tc, reg, schedules.Options{TaskQueue: workflows.TaskQueue, CatchupWindow: catchup}, false, out); err != nil {
 					// The batch below is dev's main job: say so and go on.
 					fmt.Fprintf(out, "WARNING: %v\n", err)
 				}

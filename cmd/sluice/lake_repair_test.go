@@ -123,9 +123,9 @@ func TestLakeVerifyRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.Start(worker.Options{Client: tc, Registry: reg, Sink: lake, Logger: log, RateScale: 10,
+	w, err := worker.Start(worker.Options{Client: tc, Config: activities.Config{Registry: reg, Sink: lake, Logger: log, RateScale: 10,
 		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
-		TokenStore: tokens})
+		TokenStore: tokens}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/registry"
@@ -87,9 +88,9 @@ func (r *runtimeFlags) logger() (*slog.Logger, error) {
 // workerOptions builds worker.Options from the flags.
 func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, taskQueue string, lake sink.Sink, log *slog.Logger) worker.Options {
 	opts := worker.Options{
-		Client: tc, TaskQueue: taskQueue, Registry: reg, Sink: lake,
-		RateScale: r.rateScale, Tolerance: r.tolerance, MaxQuotaWait: r.maxQuotaWait,
-		MaxConcurrentActivities: r.maxActivities, MetricsAddr: r.metricsAddr, Logger: log,
+		Client: tc, TaskQueue: taskQueue, Config: activities.Config{Registry: reg, Sink: lake, RateScale: r.rateScale, Logger: log},
+		Tolerance: r.tolerance, MaxQuotaWait: r.maxQuotaWait,
+		MaxConcurrentActivities: r.maxActivities, MetricsAddr: r.metricsAddr,
 	}
 	if r.baseURL != "" {
 		opts.BaseURLs = map[string]string{"*": r.baseURL}
