@@ -136,7 +136,7 @@ func waitListed(t *testing.T, tc client.Client, ids ...string) {
 	}
 }
 
-// TestSyncOnTheEmbeddedServer (issue 13 §4): schedules synced from a
+// TestSyncOnTheEmbeddedServer: schedules synced from a
 // registry into a real Temporal server; a second sync changes nothing; a
 // registry change updates, creates and deletes — keeping a paused
 // schedule paused — and a schedule Sluice does not own is never touched.
@@ -331,7 +331,7 @@ func waitStarted(t *testing.T, tc client.Client, id string) {
 	}
 }
 
-// TestScheduleInChicagoAcrossDST (issue 13 §4): a FRED schedule fires in
+// TestScheduleInChicagoAcrossDST: a FRED schedule fires in
 // America/Chicago by the clock. At 07:00 (the registry's) it fires once
 // every day, 13:00 UTC in winter and 12:00 UTC in summer, and the logical
 // dates follow one another with neither gap nor repeat across both

@@ -229,7 +229,7 @@ func BenchmarkDailyBatchMakespan3Workers(b *testing.B) { benchmarkMakespan(b, 3,
 func BenchmarkDailyBatchMakespan3WorkersTokenKeeper(b *testing.B) { benchmarkMakespan(b, 3, keepers) }
 
 // BenchmarkKISBackoff3Workers measures the backoff against a declaration
-// that is too generous (issue 12 §4): the simulator's KIS accepts 2 calls
+// that is too generous: the simulator's KIS accepts 2 calls
 // in any second of the 5 the registry declares (reject-at=0.5), three
 // workers run the 100-dataset KIS batch at rate scale 1 (real time). At
 // the true limit the batch takes 49 s (pairs of calls a second). It

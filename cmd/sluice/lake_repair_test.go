@@ -82,7 +82,7 @@ func TestLakeShowsTheWindow(t *testing.T) {
 	}
 }
 
-// TestLakeVerifyRepair (issue 12 §6): --repair refetches every damaged
+// TestLakeVerifyRepair: --repair refetches every damaged
 // object through a Refetch workflow on a real (embedded) Temporal, whose
 // Ingest waits for permits and rewrites the object — a daily key and a
 // range key of several pages alike; a key that names no dataset and

@@ -98,7 +98,7 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 }
 
-// TestDevSyncsSchedules (issue 13 §3): sluice dev syncs the registry's
+// TestDevSyncsSchedules: sluice dev syncs the registry's
 // schedules into its embedded server when it starts; they persist with
 // the server's database, so the next start finds them unchanged.
 func TestDevSyncsSchedules(t *testing.T) {
