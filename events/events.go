@@ -20,8 +20,6 @@ import (
 const (
 	KindBackoff        = "ratelimit.backoff"
 	KindQuotaExhausted = "quota.exhausted"
-	KindTokenRefreshed = "token.refreshed"
-	KindBlocked        = "provider.blocked"
 )
 
 // The events workflow's name, signal, query and id.
