@@ -108,7 +108,7 @@ func (st *clockStack) fetch(t *testing.T, ds *registry.Dataset, w registry.Dates
 	t.Helper()
 	var out []byte
 	for _, r := range ds.Requests(w) {
-		req := connector.Request{Provider: st.reg.Provider(ds.Provider), Dataset: ds, From: r.From, To: r.To}
+		req := connector.Request{Dataset: ds, From: r.From, To: r.To}
 		if r.IsZero() {
 			req.From, req.To = day, day
 		}
@@ -153,7 +153,7 @@ func nominal(reg *registry.Registry, ds *registry.Dataset, d time.Time) (time.Ti
 	return at, ay == ny && am == nm && ad == nd
 }
 
-// TestDailyRunAsksItsLookBack (issue 13 §1): a daily run (LookBack) asks
+// TestDailyRunAsksItsLookBack: a daily run (LookBack) asks
 // the dataset's look-back window ending on its logical date and files the
 // answer under that date's daily key, recording the window with the object
 // and in the result; a dataset that asks one day a call makes one request
@@ -256,7 +256,7 @@ func TestDailyRunAsksItsLookBack(t *testing.T) {
 	}
 }
 
-// TestDailyRunsLandEveryDataset (issue 13 §1 acceptance): a daily run of
+// TestDailyRunsLandEveryDataset: a daily run of
 // every dataset of the default registry for 2026-11-30 (a month end), and
 // of one dataset of each kind (provider, endpoint, cycle) for every other
 // logical date of the week before it and three dates after a year end,

@@ -71,7 +71,7 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 	var fetchedAt time.Time
 	total := 0 // pages written, over every request
 	for _, dates := range plan.requests {
-		req := connector.Request{Provider: a.cfg.Registry.Provider(ds.Provider), Dataset: ds, From: dates.From, To: dates.To, Priority: plan.priority}
+		req := connector.Request{Dataset: ds, From: dates.From, To: dates.To, Priority: plan.priority}
 		if dates.IsZero() {
 			req.From, req.To = plan.keyFrom, plan.keyTo
 		}

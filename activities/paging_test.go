@@ -177,7 +177,6 @@ func (st *pagingStack) accepted(ds string) (accepted, violations int64) {
 // the body of an answer that must be a single page; nil for no data.
 func (st *pagingStack) fetchOne(t *testing.T, req connector.Request) []byte {
 	t.Helper()
-	req.Provider = st.reg.Provider(req.Dataset.Provider)
 	resp, err := st.direct[req.Dataset.Provider].Fetch(context.Background(), req)
 	if c, ok := connector.ClassOf(err); ok && c == connector.NoData {
 		return nil
@@ -293,7 +292,7 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// TestIngestFollowsEveryPage (issue 8 §1): for every provider, an ingest
+// TestIngestFollowsEveryPage: for every provider, an ingest
 // of a range that needs several pages follows each page the simulator
 // announces, each page its own call with its own permit, and the lake
 // object holds every row the simulator serves for the range — counted by

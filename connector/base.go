@@ -259,19 +259,11 @@ func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchange, error) {
 	red := b.secrets.RedactURL(x.URL)
 	reqCtx, cancel := context.WithCancelCause(ctx)
-	var body io.Reader
-	if x.Body != nil {
-		body = bytes.NewReader(x.Body)
-	}
-	req, err := http.NewRequestWithContext(reqCtx, x.Method, x.URL, body)
+	req, err := b.newRequest(reqCtx, x, red)
 	if err != nil {
 		cancel(nil)
-		return nil, nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red, Err: err})
+		return nil, nil, err
 	}
-	for k, vs := range x.Header {
-		req.Header[k] = vs
-	}
-	req.Header.Set("User-Agent", version.UserAgent())
 	guard := &sendGuard{b: b, ctx: ctx, call: x.Call, cancel: cancel}
 	if b.gate != nil {
 		p, err := b.gate(ctx, x.Call)
@@ -301,20 +293,8 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		return nil, nil, e
 	}
 	if isRedirect(resp.StatusCode) && resp.Header.Get("Location") != "" {
-		next, rerr := b.redirect(x, resp, hop)
-		io.CopyN(io.Discard, resp.Body, maxDrain)
-		resp.Body.Close()
-		cancel(nil)
-		var oerr error
-		if rerr != nil {
-			oerr = rerr
-		}
-		b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: oerr})
-		b.logCall(ctx, x, red, resp.StatusCode, oerr, time.Since(start))
-		if rerr != nil {
-			return nil, nil, rerr
-		}
-		return nil, next, nil
+		next, err := b.redirectHop(ctx, x, resp, hop, red, start, cancel)
+		return nil, next, err
 	}
 	guardBody := newStallGuard(resp.Body, b.stall, func() { cancel(errStalled) })
 	br := bufio.NewReaderSize(guardBody, HeadSize)
@@ -371,6 +351,45 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		Ext:         extOf(head, ct, x.Format),
 		More:        v.More,
 	}, nil, nil
+}
+
+// newRequest builds the HTTP request of one hop: its method, URL, body,
+// headers and Sluice's User-Agent.
+func (b *Base) newRequest(ctx context.Context, x Exchange, red string) (*http.Request, error) {
+	var body io.Reader
+	if x.Body != nil {
+		body = bytes.NewReader(x.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, x.Method, x.URL, body)
+	if err != nil {
+		return nil, b.Fail(x.Call, 0, &Error{Class: BadRequest, Message: "building request for " + red, Err: err})
+	}
+	for k, vs := range x.Header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("User-Agent", version.UserAgent())
+	return req, nil
+}
+
+// redirectHop ends a hop answered by a redirect: the body drained and
+// closed, the request's context released, the call observed and logged;
+// it returns the next hop's exchange, or why the redirect is not followed.
+func (b *Base) redirectHop(ctx context.Context, x Exchange, resp *http.Response, hop int, red string, start time.Time,
+	cancel context.CancelCauseFunc) (*Exchange, error) {
+	next, rerr := b.redirect(x, resp, hop)
+	io.CopyN(io.Discard, resp.Body, maxDrain)
+	resp.Body.Close()
+	cancel(nil)
+	var oerr error
+	if rerr != nil {
+		oerr = rerr
+	}
+	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: oerr})
+	b.logCall(ctx, x, red, resp.StatusCode, oerr, time.Since(start))
+	if rerr != nil {
+		return nil, rerr
+	}
+	return next, nil
 }
 
 // gateError wraps an error of Options.Gate.

@@ -97,9 +97,9 @@ const (
 	CallToken = "token" // an authentication token request (KIS /oauth2/tokenP)
 )
 
-// Options configure a connector. The zero value works for production:
-// credentials from the environment, the shared HTTP client, a file token
-// store, slog.Default, time.Now and no rate-limit hooks.
+// Options configure a connector. The zero value works: credentials from
+// the environment, the shared HTTP client, tokens kept in this process,
+// slog.Default, time.Now and no rate-limit hooks.
 type Options struct {
 	// BaseURL overrides the provider's base URL (the simulator, the KIS
 	// mock host). It may carry a path prefix.
@@ -114,8 +114,9 @@ type Options struct {
 	// give each request a connection of its own (HTTP/1.1, as the shared
 	// client does).
 	HTTPClient *http.Client
-	// TokenStore keeps issued tokens across processes (KIS); nil means a
-	// file store under $SLUICE_DATA_DIR/tokens, or ./var/tokens.
+	// TokenStore keeps issued tokens across processes (KIS); nil keeps
+	// them in this process only (cmd/sluice passes the file store under
+	// the data directory, or the token keepers).
 	TokenStore TokenStore
 	// Logger receives redacted log lines; nil means slog.Default().
 	Logger *slog.Logger

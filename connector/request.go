@@ -10,8 +10,8 @@ import (
 
 // Request asks a connector for one dataset over a range of civil dates.
 type Request struct {
-	Provider *registry.Provider // the connector's provider
-	Dataset  *registry.Dataset  // the dataset asked for, one of Provider's
+	// Dataset is the dataset asked for, one of the connector's provider's.
+	Dataset *registry.Dataset
 	// From and To are civil dates in the provider's timezone (only the
 	// year, month and day are used); To == From asks for one day.
 	From, To time.Time

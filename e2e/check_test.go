@@ -143,7 +143,7 @@ func (c *cluster) openLake() sink.Sink {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := sink.Config{DataDir: c.dataDir}
+	cfg := sink.Config{LocalDir: filepath.Join(c.dataDir, "lake")}
 	if c.s3 != nil {
 		cfg.S3Bucket, cfg.S3Endpoint, cfg.S3Region, cfg.Credentials = c.s3.Bucket, c.s3.Endpoint, c.s3.Region, c.s3.Credentials()
 	}

@@ -11,7 +11,7 @@
 // process, so it reads the simulator's statistics directly), its own lake
 // and its own `sluice worker` processes, in a namespace of its own: the
 // limiter and events workflows are singletons per namespace, so tests
-// sharing one would share their limiters. The tests cover issue 5 §6:
+// sharing one would share their limiters. The tests:
 //
 //   - TestFullRegistry: the whole registry for one date, one worker, zero
 //     violations, every object present and byte-identical to what the
@@ -29,16 +29,17 @@
 //   - TestWatchOutage: the watch of four datasets (a test registry at rate
 //     scale 40); FRED goes down and comes back; down only after three
 //     failed probes, up after two answers, Changes with that evidence,
-//     probe calls per scope within the gate's reserve (issue 9 §4);
+//     probe calls per scope within the gate's reserve;
 //   - TestTokenSharedAcrossMachines: three workers with a data directory
 //     each (no shared filesystem) and then three fresh ones share one KIS
 //     token through the token keepers: one token request, none refused, no
-//     secret in the keeper's history or any log (issue 12 §5).
+//     secret in the keeper's history or any log.
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
-// provider-down and half-rate tests wait on Temporal's timers (a one-minute
-// heartbeat timeout, the retry policy's backoff, a backed-off limiter) and
-// run side by side; the package takes about two and a half minutes.
+// provider-down and half-rate tests wait on Temporal's timers (the ingest
+// activity's 20-second heartbeat timeout, workflows.IngestActivityOptions;
+// the retry policy's backoff; a backed-off limiter) and run side by side;
+// the package takes about two and a half minutes.
 //
 // The package holds tests only; it runs on Linux (it reads /proc and sets
 // Pdeathsig on its child processes).

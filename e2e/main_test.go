@@ -27,7 +27,7 @@ import (
 // race detector, not inside the race-built test process: there, its
 // update round trips took 55 to 170 ms, longer than the limiter's default
 // 50 ms send tolerance, so every permit answer arrived too late to use and
-// no call was ever sent (see the package report). A production server is
+// no call was ever sent. A production server is
 // not race-built either.
 var (
 	setupOnce    sync.Once

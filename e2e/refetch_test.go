@@ -154,7 +154,7 @@ func (r *replay) fetch(ctx context.Context, ds *registry.Dataset, date string, t
 	r.set(t)
 	var out fetched
 	for _, w := range ds.Requests(reg.DailyWindow(ds, day)) {
-		req := connector.Request{Provider: reg.Provider(ds.Provider), Dataset: ds, From: w.From, To: w.To}
+		req := connector.Request{Dataset: ds, From: w.From, To: w.To}
 		if w.IsZero() {
 			req.From, req.To = day, day
 		}

@@ -22,7 +22,6 @@ const (
 	KindBackoff        = "ratelimit.backoff"
 	KindQuotaExhausted = "quota.exhausted"
 	KindTokenRefreshed = "token.refreshed"
-	KindBlocked        = "provider.blocked"
 )
 
 // The events workflow's name, signal, query and id.

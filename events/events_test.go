@@ -13,7 +13,7 @@ func TestRecorderAlso(t *testing.T) {
 	var got []Event
 	r := NewRecorder(nil, "sluice").Also(func(_ context.Context, e Event) error {
 		got = append(got, e)
-		if e.Kind == KindBlocked {
+		if e.Kind == KindQuotaExhausted {
 			return errors.New("database is locked")
 		}
 		return nil
@@ -21,7 +21,7 @@ func TestRecorderAlso(t *testing.T) {
 	if err := r.Record(context.Background(), Event{Kind: KindBackoff, Scope: "kis/key", Message: "backed off"}); err != nil {
 		t.Fatal(err)
 	}
-	err := r.Record(context.Background(), Event{Kind: KindBlocked, Scope: "upbit/ip"})
+	err := r.Record(context.Background(), Event{Kind: KindQuotaExhausted, Scope: "upbit/ip"})
 	if err == nil || !strings.Contains(err.Error(), "watch store") {
 		t.Errorf("a failing destination: %v", err)
 	}

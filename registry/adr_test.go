@@ -5,12 +5,13 @@ import (
 	"testing"
 )
 
-// TestADR0007Example loads the example of ADR 0007 exactly as written and
+// TestADR0007Example loads the minimal example registry (testdata/adr0007,
+// docs/registry.md "The registry's rules" 2) exactly as written and
 // checks that the dataset's terms override wins field by field.
 func TestADR0007Example(t *testing.T) {
 	reg, err := LoadDir(filepath.Join("testdata", "adr0007"), testOpts())
 	if err != nil {
-		t.Fatalf("the ADR example must load: %v", err)
+		t.Fatalf("the minimal example must load: %v", err)
 	}
 	p := reg.Provider("datago")
 	if p == nil {

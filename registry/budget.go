@@ -7,7 +7,7 @@ import (
 )
 
 // budgetGate rejects every scope instance whose daily demand exceeds any of
-// its limits (ADR 0007 decision 4). Each violation names the dataset that
+// its limits (docs/registry.md, "The registry's rules" 4). Each violation names the dataset that
 // contributes most, where its demand is declared, the computed demand and
 // the limit.
 func (l *loader) budgetGate() {

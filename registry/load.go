@@ -20,7 +20,7 @@ import (
 // Defaults are the registry-wide settings of the `defaults` section.
 type Defaults struct {
 	// ProbeHeadroom multiplies the probes a day in the budget gate: room
-	// for confirmation probes after a failure (ADR 0007: ×2).
+	// for confirmation probes after a failure (docs/registry.md, "The registry's rules" 4: ×2).
 	ProbeHeadroom int
 	// StaleAfterDays is the age past which a source's verified_at is
 	// reported as stale.
@@ -41,8 +41,8 @@ type Defaults struct {
 // DefaultMaxPagesPerCall is defaults.max_pages_per_call when not declared.
 const DefaultMaxPagesPerCall = 1000
 
-// builtinDefaults apply when providers.yaml has no defaults section (as in
-// the ADR's list form).
+// builtinDefaults apply when providers.yaml has no defaults section (the
+// minimal list form, docs/registry.md).
 func builtinDefaults() Defaults {
 	return Defaults{
 		ProbeHeadroom:   2,
@@ -113,7 +113,7 @@ func (l *loader) loadProviders() {
 	root := deref(docs[0].Content[0])
 	switch root.Kind {
 	case yaml.SequenceNode:
-		// The ADR's form: a bare list of providers, built-in defaults.
+		// The minimal form: a bare list of providers, built-in defaults.
 		l.providerList(d, root, "")
 	case yaml.MappingNode:
 		present := d.mapping(root, "", []field{
@@ -683,8 +683,8 @@ func (l *loader) crossCheck() {
 func (l *loader) checkRequest(ds *Dataset, pr *Provider) {
 	r := ds.Request
 	if !r.present {
-		// A dataset may be registered for its terms alone (ADR 0007's
-		// example); it cannot then be probed or ingested.
+		// A dataset may be registered for its terms alone (the minimal
+		// form, docs/registry.md); it cannot then be probed or ingested.
 		for _, what := range []struct {
 			set bool
 			pos Pos

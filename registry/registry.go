@@ -1,5 +1,5 @@
 // Package registry loads and validates Sluice's version-controlled registry
-// of providers and datasets (ADR 0007).
+// of providers and datasets (docs/registry.md).
 //
 // A registry is a directory holding providers.yaml (provider-level: base
 // URL, timezone, auth strategy, rate limits with their sources, terms of

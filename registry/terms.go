@@ -31,7 +31,7 @@ func (t Tri) String() string {
 var redistributionValues = []string{"allowed", "non_commercial", "prohibited", "unknown"}
 
 // Terms are the terms of use of a provider or dataset, in the vocabulary of
-// kpubdata's LicenseSpec (ADR 0004, ADR 0007): Sluice does not invent a
+// kpubdata's LicenseSpec (docs/registry.md, "terms"): Sluice does not invent a
 // second one. Empty strings and TriUnset mean "not declared here"; a
 // dataset's Terms override its provider's field by field.
 type Terms struct {

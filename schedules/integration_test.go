@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/embedded"
@@ -135,7 +136,7 @@ func waitListed(t *testing.T, tc client.Client, ids ...string) {
 	}
 }
 
-// TestSyncOnTheEmbeddedServer (issue 13 §4): schedules synced from a
+// TestSyncOnTheEmbeddedServer: schedules synced from a
 // registry into a real Temporal server; a second sync changes nothing; a
 // registry change updates, creates and deletes — keeping a paused
 // schedule paused — and a schedule Sluice does not own is never touched.
@@ -253,8 +254,8 @@ func TestSyncOnTheEmbeddedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.Start(worker.Options{Client: tc, Registry: v2, Sink: lake, Logger: log, RateScale: 10,
-		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(v2)), TokenStore: tokens})
+	w, err := worker.Start(worker.Options{Client: tc, Config: activities.Config{Registry: v2, Sink: lake, Logger: log, RateScale: 10,
+		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(v2)), TokenStore: tokens}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func waitStarted(t *testing.T, tc client.Client, id string) {
 	}
 }
 
-// TestScheduleInChicagoAcrossDST (issue 13 §4): a FRED schedule fires in
+// TestScheduleInChicagoAcrossDST: a FRED schedule fires in
 // America/Chicago by the clock. At 07:00 (the registry's) it fires once
 // every day, 13:00 UTC in winter and 12:00 UTC in summer, and the logical
 // dates follow one another with neither gap nor repeat across both

@@ -24,7 +24,7 @@ const (
 	// from a Friday evening to a Monday morning runs every missed date.
 	DefaultCatchupWindow = 96 * time.Hour
 	// DefaultTaskQueue is the task queue of the runs' workflows.
-	DefaultTaskQueue = "sluice"
+	DefaultTaskQueue = workflows.TaskQueue
 	// MinCatchupWindow is the shortest window the server honours (it
 	// raises anything shorter to 10 s).
 	MinCatchupWindow = 10 * time.Second

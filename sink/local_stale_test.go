@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestLocalRemovesStaleTemporaryFiles (issue 12 §6): a writer killed
+// TestLocalRemovesStaleTemporaryFiles: a writer killed
 // mid-write leaves its temporary file; the next writer to open the lake
 // removes it, but never a live writer's file, a fresh one, or another
 // dotfile.
@@ -83,7 +83,7 @@ func TestLocalRemovesStaleTemporaryFiles(t *testing.T) {
 	}
 }
 
-// TestLocalSyncsNewDirectories (issue 12 §6): the directories a put
+// TestLocalSyncsNewDirectories: the directories a put
 // creates are fsynced into their parents, so a crash cannot lose the
 // entry of a directory that holds a synced object.
 func TestLocalSyncsNewDirectories(t *testing.T) {

@@ -218,7 +218,7 @@ func testPagesFailMidWrite(t *testing.T, b backend) {
 	}
 }
 
-// testDamagedIsRewritten (issue 12 §6): a re-put of unchanged bytes over a
+// testDamagedIsRewritten: a re-put of unchanged bytes over a
 // damaged object rewrites it instead of trusting the recorded SHA-256, and
 // Verify tells damaged from intact — for a one-page object, a page of a
 // paged one, and a paged object's index.

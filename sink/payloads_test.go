@@ -8,7 +8,7 @@ import (
 )
 
 // Realistic provider payloads (field names and shapes from
-// shared/design/providers.md) for the compression figures and tests.
+// the providers' wire facts in docs/providers.md) for the compression figures and tests.
 
 type kisOutput1 struct {
 	BstpNmixPrpr     string `json:"bstp_nmix_prpr"`

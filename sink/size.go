@@ -54,36 +54,3 @@ func FormatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + "B"
 }
-
-// sizeValue is a pflag.Value for a byte size; check, when set, refuses
-// sizes out of range.
-type sizeValue struct {
-	p     *int64
-	check func(int64) error
-}
-
-// String renders the size with FormatSize.
-func (v sizeValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return FormatSize(*v.p)
-}
-
-// Set parses a size (ParseSize) and checks its range.
-func (v sizeValue) Set(s string) error {
-	n, err := ParseSize(s)
-	if err != nil {
-		return err
-	}
-	if v.check != nil {
-		if err := v.check(n); err != nil {
-			return err
-		}
-	}
-	*v.p = n
-	return nil
-}
-
-// Type names the flag's value type in help output.
-func (v sizeValue) Type() string { return "size" }

@@ -118,9 +118,9 @@ func startRealRun(t *testing.T, ctx context.Context) *realRun {
 	t.Cleanup(func() { _ = rr.store.Close() })
 	// A generous send tolerance: this test process is race-built, and its
 	// permit round trips are slower than the default 50 ms.
-	rr.w, err = worker.Start(worker.Options{Client: rr.tc, Registry: rr.reg, Sink: rr.lake, Logger: log, RateScale: 10, Tolerance: time.Second,
+	rr.w, err = worker.Start(worker.Options{Client: rr.tc, Tolerance: time.Second, Config: activities.Config{Registry: rr.reg, Sink: rr.lake, Logger: log, RateScale: 10,
 		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(rr.reg)), TokenStore: tokens,
-		Watch: rr.store})
+		Watch: rr.store}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func (r *rig) key() string {
 }
 
 func (r *rig) fetch(m *machine) error {
-	req := connector.Request{Provider: r.reg.Provider("kis"), Dataset: r.reg.Dataset(connectortest.KISDataset),
+	req := connector.Request{Dataset: r.reg.Dataset(connectortest.KISDataset),
 		From: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC), To: time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC)}
 	resp, err := m.kis.Fetch(context.Background(), req)
 	return connector.Drain(resp, err)

@@ -10,7 +10,7 @@ import (
 // ChangeKind says what a Change is about.
 type ChangeKind string
 
-// The kinds of Change (issue 9 §2).
+// The kinds of Change (docs/watch.md).
 const (
 	// ChangeState: the dataset's confirmed state changed (From → To),
 	// with the probes that confirmed it as Evidence.

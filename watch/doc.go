@@ -1,4 +1,4 @@
-// Package watch is the domain logic of Sluice's dataset watch (issue 9):
+// Package watch is the domain logic of Sluice's dataset watch (docs/watch.md):
 // the probe record, the per-dataset state machine (up, degraded, down,
 // unknown) with confirmation of failures within the gate's reserved
 // budget, and the Change detectors — state, shape, late data and

@@ -22,7 +22,7 @@ type Event struct {
 }
 
 // The event kinds the watch itself produces. The limiter's kinds
-// (ratelimit.backoff, quota.exhausted, token.refreshed, provider.blocked)
+// (ratelimit.backoff, quota.exhausted)
 // are in package events.
 const (
 	// KindProbeThrottled: our own limiter or quota kept a probe from

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Probe is the record of one probe of one dataset (issue 9 §1).
+// Probe is the record of one probe of one dataset.
 type Probe struct {
 	// ID is the store's id, set when the probe is recorded.
 	ID       int64     `json:"id,omitempty"`

@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
@@ -108,9 +109,9 @@ func newStack(b *testing.B, scale float64, n int, tk tokens, faults ...simulator
 	cd, _ := codec.New(ring)
 	for range n {
 		opts := worker.Options{
-			Client: dial(), Registry: reg, Sink: lake, Logger: quiet, RateScale: scale,
-			BaseURLs:    map[string]string{"*": s.simURL},
-			Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
+			Client: dial(), Config: activities.Config{Registry: reg, Sink: lake, Logger: quiet, RateScale: scale,
+				BaseURLs:    map[string]string{"*": s.simURL},
+				Credentials: connector.MapCredentials(simulator.TestCredentials(reg))},
 		}
 		switch tk {
 		case sharedFile:
@@ -228,7 +229,7 @@ func BenchmarkDailyBatchMakespan3Workers(b *testing.B) { benchmarkMakespan(b, 3,
 func BenchmarkDailyBatchMakespan3WorkersTokenKeeper(b *testing.B) { benchmarkMakespan(b, 3, keepers) }
 
 // BenchmarkKISBackoff3Workers measures the backoff against a declaration
-// that is too generous (issue 12 §4): the simulator's KIS accepts 2 calls
+// that is too generous: the simulator's KIS accepts 2 calls
 // in any second of the 5 the registry declares (reject-at=0.5), three
 // workers run the 100-dataset KIS batch at rate scale 1 (real time). At
 // the true limit the batch takes 49 s (pairs of calls a second). It

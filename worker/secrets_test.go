@@ -24,6 +24,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/connector/kis"
@@ -162,9 +163,9 @@ func TestNoSecretLeavesByAnyPath(t *testing.T) {
 	}
 	t.Cleanup(tc.Close)
 	w, err := worker.Start(worker.Options{
-		Client: tc, Registry: reg, Sink: lake, Logger: lg, TokenStore: tokens,
-		BaseURLs:    map[string]string{"*": front.URL},
-		Credentials: connector.MapCredentials(canaries),
+		Client: tc, Config: activities.Config{Registry: reg, Sink: lake, Logger: lg, TokenStore: tokens,
+			BaseURLs:    map[string]string{"*": front.URL},
+			Credentials: connector.MapCredentials(canaries)},
 		// A race-built in-process server answers permit updates slowly.
 		Tolerance:   2 * time.Second,
 		MetricsAddr: "127.0.0.1:0",

@@ -20,15 +20,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
-	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
-	"github.com/sluicehq/sluice/registry"
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/watch"
-	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/workflows"
 
 	// Link every provider connector.
@@ -36,30 +32,32 @@ import (
 )
 
 // DefaultTaskQueue is the task queue Sluice's workflows and activities run
-// on.
-const DefaultTaskQueue = "sluice"
+// on (workflows.TaskQueue).
+const DefaultTaskQueue = workflows.TaskQueue
 
 // Options configure a worker process.
 type Options struct {
 	Client    client.Client // connected to the namespace; required
 	TaskQueue string        // default DefaultTaskQueue
-	Registry  *registry.Registry
-	Sink      sink.Sink
-	// BaseURLs overrides provider base URLs ("*" for all): the simulator.
-	BaseURLs    map[string]string
-	Credentials connector.Credentials
-	// TokenStore keeps KIS tokens; nil means the token keepers when
-	// TokenKeeper is set, else the connector's file store.
-	TokenStore connector.TokenStore
+	// Config is the activities' configuration: Registry and Sink
+	// (required), BaseURLs ("*" for all: the simulator), Credentials,
+	// TokenStore, Watch, RateScale and Logger, which the worker's limiter
+	// gate and events share. Start sets its Gate and Metrics.
+	//
+	// TokenStore nil means the token keepers when TokenKeeper is set, else
+	// tokens kept in the worker's process. RateScale other than 1 runs
+	// only against a simulator at the same scale, which Start checks
+	// (ratelimit.CheckScale). Watch, when set, receives probes, states,
+	// Changes and a copy of every operational event; the caller opens and
+	// closes it.
+	activities.Config
 	// TokenKeeper, when set, is a client whose payloads are sealed
 	// (tokenkeeper.SealingClient): the worker also runs the token-keeper
 	// workflows, on tokenkeeper.TaskQueue(TaskQueue), with it, and keeps
 	// KIS tokens in them unless TokenStore is set — one token per app key
 	// across every machine.
 	TokenKeeper client.Client
-	// RateScale multiplies every declared rate: only against a simulator
-	// running at the same scale, which Start checks (ratelimit.CheckScale).
-	RateScale float64
+	// Tolerance is how late after its grant a call may still be sent.
 	Tolerance time.Duration
 	// MaxQuotaWait is how long an ingest may wait for a daily quota reset.
 	MaxQuotaWait time.Duration
@@ -68,11 +66,6 @@ type Options struct {
 	MaxConcurrentActivities int
 	// MetricsAddr serves /metrics when not empty, e.g. 127.0.0.1:9464.
 	MetricsAddr string
-	Logger      *slog.Logger
-	// Watch is the watch store: probes, states, Changes and a copy of
-	// every operational event go there (nil: probes are not recorded and
-	// revisions not compared). The caller opens and closes it.
-	Watch store.Store
 }
 
 // Worker is a running Sluice worker.
@@ -147,11 +140,9 @@ func Start(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
 	}
-	acts, err := activities.New(activities.Config{
-		Registry: opts.Registry, Sink: opts.Sink, Gate: gate, Metrics: m, Logger: opts.Logger,
-		BaseURLs: opts.BaseURLs, Credentials: opts.Credentials, TokenStore: opts.TokenStore,
-		Watch: opts.Watch, RateScale: opts.RateScale, Events: emitter,
-	})
+	acfg := opts.Config
+	acfg.Gate, acfg.Metrics, acfg.Events = gate, m, emitter
+	acts, err := activities.New(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
 	}

@@ -237,7 +237,7 @@ func TestComposeWatchDatabase(t *testing.T) {
 	}
 }
 
-// TestComposeSyncsSchedules (issue 13 §3): a one-shot service runs
+// TestComposeSyncsSchedules: a one-shot service runs
 // `sluice schedules sync` once the namespace exists, against the same
 // Temporal, namespace and task queue as the workers, with the image the
 // workers run (so the registry they run), reading only variables its

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,19 +16,10 @@ import (
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/simulator"
-	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/watchsync"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
 )
-
-// describeWatchDB names the watch store for a person, without a password.
-func describeWatchDB(dsn, dataDir string) string {
-	if dsn == "" {
-		return store.SQLitePath(dataDir)
-	}
-	return store.Describe(dsn)
-}
 
 func init() { register(newDevCmd) }
 
@@ -75,14 +65,14 @@ failed.`,
 			if err != nil {
 				return err
 			}
-			dataDir := rf.sink.DataDir
+			dataDir := rf.lake.dataDir.root()
 			if err := os.MkdirAll(dataDir, 0o755); err != nil {
 				return fmt.Errorf("creating data directory: %w", err)
 			}
 			// KIS tokens go to the token keepers, sealed with the configured
 			// payload key or one created under the data directory; the Web
 			// UI shows their payloads through a codec endpoint on loopback.
-			ring, err := rf.keyring(log, dataDir)
+			ring, err := rf.keyring(log, true)
 			if err != nil {
 				return err
 			}
@@ -97,7 +87,7 @@ failed.`,
 				defer cs.Close()
 			}
 			eopts := embedded.Options{
-				DataDir: filepath.Join(dataDir, "temporal"), FrontendAddr: frontendAddr, UIAddr: uiAddr,
+				DataDir: rf.lake.dataDir.temporal(), FrontendAddr: frontendAddr, UIAddr: uiAddr,
 				Namespace: namespace, Logger: log,
 			}
 			if cs != nil {
@@ -128,7 +118,7 @@ failed.`,
 				rf.baseURL = "http://" + ln.Addr().String()
 				rf.simCredentials = true
 			}
-			lake, err := rf.sink.Open(ctx)
+			lake, err := rf.lake.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -144,12 +134,12 @@ failed.`,
 			} else if kc != nil {
 				defer kc.Close()
 			}
-			ws, err := rf.watchDB.open(ctx, dataDir)
+			ws, err := rf.watchDB.open(ctx, rf.lake.dataDir)
 			if err != nil {
 				return err
 			}
 			defer ws.Close()
-			wopts := rf.workerOptions(reg, tc, "sluice", lake, log)
+			wopts := rf.workerOptions(reg, tc, workflows.TaskQueue, lake, log)
 			wopts.Watch = ws
 			if real && !rf.simCredentials {
 				wopts.Credentials = connector.EnvCredentials
@@ -159,7 +149,7 @@ failed.`,
 				return err
 			}
 			defer w.Stop()
-			steps, err := watchsync.Sync(ctx, tc, reg, "sluice")
+			steps, err := watchsync.Sync(ctx, tc, reg, workflows.TaskQueue)
 			if err != nil {
 				return fmt.Errorf("starting the watch: %w", err)
 			}
@@ -168,7 +158,7 @@ failed.`,
 			fmt.Fprintf(out, "Web UI     %s\n", srv.UIURL())
 			if sf.addr != "off" {
 				sf.db = rf.watchDB
-				st, err := startDevStatus(ctx, sf, reg, dataDir, lake, rf.sink.Describe(), tc, srv.Namespace(), w.Limiter(), log)
+				st, err := startDevStatus(ctx, sf, reg, rf.lake.dataDir, lake, rf.lake.describe(), tc, srv.Namespace(), w.Limiter(), log)
 				if err != nil {
 					return err
 				}
@@ -180,8 +170,8 @@ failed.`,
 			} else {
 				fmt.Fprintln(out, "Providers  real endpoints (credentials from the environment)")
 			}
-			fmt.Fprintf(out, "Lake       %s\n", rf.sink.Describe())
-			fmt.Fprintf(out, "Watch      %d datasets probed (workflows watch/<dataset>), store %s\n", len(steps), describeWatchDB(rf.watchDB.dsn, dataDir))
+			fmt.Fprintf(out, "Lake       %s\n", rf.lake.describe())
+			fmt.Fprintf(out, "Watch      %d datasets probed (workflows watch/<dataset>), store %s\n", len(steps), rf.watchDB.describe(rf.lake.dataDir))
 			if ring != nil {
 				fmt.Fprintf(out, "KIS tokens token keepers, sealed with key %s\n", ring.PrimaryID())
 			}
@@ -194,7 +184,7 @@ failed.`,
 			fmt.Fprintf(out, "Registry   %d providers, %d datasets\n\n", len(reg.Providers), len(reg.Datasets))
 			if !noSchedules {
 				fmt.Fprintln(out, "Schedules (the Web UI's Schedules page):")
-				if _, err := syncSchedules(ctx, tc, reg, schedules.Options{TaskQueue: "sluice", CatchupWindow: catchup}, false, out); err != nil {
+				if _, err := syncSchedules(ctx, tc, reg, schedules.Options{TaskQueue: workflows.TaskQueue, CatchupWindow: catchup}, false, out); err != nil {
 					// The batch below is dev's main job: say so and go on.
 					fmt.Fprintf(out, "WARNING: %v\n", err)
 				}

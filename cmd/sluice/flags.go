@@ -113,3 +113,15 @@ func durationFlag(fs *pflag.FlagSet, p *time.Duration, name, env string, def tim
 	fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
 	annotate(fs, name, env)
 }
+
+// valueFlag binds a flag of its own type; a non-empty environment variable
+// sets its default, and one v refuses is reported as not being want.
+func valueFlag(fs *pflag.FlagSet, v pflag.Value, name, env, usage, want string) {
+	if s, ok := os.LookupEnv(env); ok && s != "" {
+		if err := v.Set(s); err != nil {
+			badEnv(env, s, want)
+		}
+	}
+	fs.Var(v, name, fmt.Sprintf("%s (env %s)", usage, env))
+	annotate(fs, name, env)
+}

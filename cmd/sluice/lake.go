@@ -23,17 +23,17 @@ import (
 func init() { register(newLakeCmd) }
 
 func newLakeCmd() *cobra.Command {
-	var cfg sink.Config
+	var lf lakeFlags
 	lake := &cobra.Command{
 		Use:   "lake",
 		Short: "Inspect the bronze lake: list, print and verify objects",
 		Long: `Inspect the bronze lake without other tools. The lake is S3 when --s3-bucket
 (SLUICE_S3_BUCKET) is set, else the local directory <data-dir>/lake.`,
 	}
-	cfg.BindFlags(lake.PersistentFlags())
+	lf.bind(lake.PersistentFlags())
 	// The lake commands only read: they never create a lake, so a
 	// mistyped --data-dir is an error, not an empty lake that verifies.
-	open := func(ctx context.Context) (sink.Sink, error) { return cfg.OpenExisting(ctx) }
+	open := lf.openExisting
 	lake.AddCommand(newLakeLsCmd(open), newLakeCatCmd(open), newLakeVerifyCmd(open))
 	return lake
 }

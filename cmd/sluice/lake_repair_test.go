@@ -82,13 +82,13 @@ func TestLakeShowsTheWindow(t *testing.T) {
 	}
 }
 
-// TestLakeVerifyRepair (issue 12 §6): --repair refetches every damaged
+// TestLakeVerifyRepair: --repair refetches every damaged
 // object through a Refetch workflow on a real (embedded) Temporal, whose
 // Ingest waits for permits and rewrites the object — a daily key and a
 // range key of several pages alike; a key that names no dataset and
 // dates is reported and left alone.
 func TestLakeVerifyRepair(t *testing.T) {
-	for _, env := range []string{sink.EnvS3Bucket, sink.EnvS3Endpoint, sink.EnvDataDir} {
+	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir} {
 		t.Setenv(env, "")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -123,9 +123,9 @@ func TestLakeVerifyRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.Start(worker.Options{Client: tc, Registry: reg, Sink: lake, Logger: log, RateScale: 10,
+	w, err := worker.Start(worker.Options{Client: tc, Config: activities.Config{Registry: reg, Sink: lake, Logger: log, RateScale: 10,
 		BaseURLs: map[string]string{"*": hs.URL}, Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
-		TokenStore: tokens})
+		TokenStore: tokens}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type lakeFixture struct {
 
 func newLakeFixture(t *testing.T) *lakeFixture {
 	t.Helper()
-	for _, env := range []string{sink.EnvS3Bucket, sink.EnvS3Endpoint, sink.EnvS3Region, sink.EnvS3PartSize, sink.EnvS3Concurrency, sink.EnvDataDir} {
+	for _, env := range []string{envS3Bucket, envS3Endpoint, envS3Region, envS3PartSize, envS3Concurrency, envDataDir} {
 		t.Setenv(env, "")
 	}
 	f := &lakeFixture{dataDir: t.TempDir()}
@@ -222,14 +222,14 @@ func TestLakeCommandsNeedAnExistingLake(t *testing.T) {
 		}
 	}
 	// SLUICE_DATA_DIR is checked the same way.
-	t.Setenv(sink.EnvDataDir, typo)
+	t.Setenv(envDataDir, typo)
 	cmd := newLakeCmd()
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	cmd.SetArgs([]string{"verify"})
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	if err := cmd.ExecuteContext(context.Background()); err == nil || err.Error() != want {
-		t.Errorf("lake verify with %s=%s: %v, want %q", sink.EnvDataDir, typo, err, want)
+		t.Errorf("lake verify with %s=%s: %v, want %q", envDataDir, typo, err, want)
 	}
 	if _, err := os.Stat(typo); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lake verify created %s (stat: %v)", typo, err)

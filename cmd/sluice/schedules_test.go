@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/embedded"
-	"github.com/sluicehq/sluice/sink"
 )
 
 // runSluice runs the sluice command line in-process and returns what it
@@ -99,11 +98,11 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 }
 
-// TestDevSyncsSchedules (issue 13 §3): sluice dev syncs the registry's
+// TestDevSyncsSchedules: sluice dev syncs the registry's
 // schedules into its embedded server when it starts; they persist with
 // the server's database, so the next start finds them unchanged.
 func TestDevSyncsSchedules(t *testing.T) {
-	for _, env := range []string{sink.EnvS3Bucket, sink.EnvS3Endpoint, sink.EnvDataDir} {
+	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir} {
 		t.Setenv(env, "")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -11,14 +11,14 @@ import (
 
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/embedded"
-	"github.com/sluicehq/sluice/sink"
 )
 
 func init() { register(newServerCmd) }
 
 func newServerCmd() *cobra.Command {
-	var dataDir, frontendAddr, uiAddr, namespace, logLevel, codecAddr string
+	var frontendAddr, uiAddr, namespace, logLevel, codecAddr string
 	var keys keyFlags
+	var dataDir dataDir
 	var tlsOpts embedded.TLS
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -34,7 +34,7 @@ and demo use; production runs Temporal from the compose stack.`,
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			opts := embedded.Options{
-				DataDir:      filepath.Join(dataDir, "temporal"),
+				DataDir:      dataDir.temporal(),
 				FrontendAddr: frontendAddr,
 				UIAddr:       uiAddr,
 				Namespace:    namespace,
@@ -82,7 +82,7 @@ and demo use; production runs Temporal from the compose stack.`,
 				cs.Allow(srv.UIURL())
 				fmt.Fprintf(out, "Codec      %s\n", cs.url)
 			}
-			fmt.Fprintf(out, "Database   %s\n", filepath.Join(dataDir, "temporal", "temporal.db"))
+			fmt.Fprintf(out, "Database   %s\n", filepath.Join(dataDir.temporal(), "temporal.db"))
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping")
 			if err := srv.Stop(); err != nil {
@@ -92,7 +92,7 @@ and demo use; production runs Temporal from the compose stack.`,
 		},
 	}
 	fs := cmd.Flags()
-	stringFlag(fs, &dataDir, "data-dir", sink.EnvDataDir, sink.DefaultDataDir, "Sluice's state directory; Temporal's database lives in its temporal/ subdirectory")
+	dataDir.bind(fs, "Temporal's database lives in its temporal/ subdirectory")
 	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "Temporal frontend gRPC HOST:PORT (port 0: any free port)")
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (port 0: any free port; off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace, created if missing")

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -64,11 +63,11 @@ func operatorToken() (string, error) {
 
 // devOperatorToken is the token `sluice dev` uses: the environment's, or
 // one it keeps in <data-dir>/operator-token (mode 0600), created once.
-func devOperatorToken(dataDir string) (tok, file string, err error) {
+func devOperatorToken(d dataDir) (tok, file string, err error) {
 	if tok, err = operatorToken(); err != nil || tok != "" {
 		return tok, "", err
 	}
-	file = filepath.Join(dataDir, "operator-token")
+	file = d.operatorToken()
 	if b, err := os.ReadFile(file); err == nil {
 		tok = strings.TrimSpace(string(b))
 		if err := status.ValidateToken(tok); err != nil {
@@ -104,7 +103,7 @@ func (s *statusServer) Close() {
 
 type statusDeps struct {
 	reg       *registry.Registry
-	dataDir   string
+	dataDir   dataDir
 	lake      sink.Sink
 	lakeName  string
 	tc        client.Client // nil: no Temporal
@@ -153,7 +152,7 @@ func startStatus(ctx context.Context, f statusFlags, d statusDeps) (*statusServe
 func newStatusCmd() *cobra.Command {
 	var tf temporalFlags
 	var sf statusFlags
-	var lake sink.Config
+	var lake lakeFlags
 	var noTemporal bool
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -180,11 +179,11 @@ operator page is off, and the server refuses any address but loopback.`,
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-			d := statusDeps{reg: reg, dataDir: lake.DataDir, lakeName: lake.Describe(), token: tok, log: log, namespace: tf.namespace}
-			lk, err := lake.OpenExisting(ctx)
+			d := statusDeps{reg: reg, dataDir: lake.dataDir, lakeName: lake.describe(), token: tok, log: log, namespace: tf.namespace}
+			lk, err := lake.openExisting(ctx)
 			switch {
 			case errors.Is(err, sink.ErrNoLake):
-				log.Warn("no lake yet: the pages show no newest period and an empty coverage map", "lake", lake.Describe())
+				log.Warn("no lake yet: the pages show no newest period and an empty coverage map", "lake", lake.describe())
 			case err != nil:
 				return err
 			default:
@@ -217,7 +216,7 @@ operator page is off, and the server refuses any address but loopback.`,
 	}
 	fs := cmd.Flags()
 	tf.bind(fs)
-	lake.BindFlags(fs)
+	lake.bind(fs)
 	sf.bind(fs, "addr", "serve the status pages on HOST:PORT (a non-loopback address needs an operator token)")
 	sf.db.bind(fs)
 	fs.BoolVar(&noTemporal, "no-temporal", false, "do not ask Temporal (limiters, schedules, backfills): the operator page says so")
@@ -240,16 +239,16 @@ type devStatus struct {
 // startDevStatus serves the status pages for `sluice dev`: its worker's
 // limiter client, its Temporal and an operator token from the environment
 // or <data-dir>/operator-token.
-func startDevStatus(ctx context.Context, f statusFlags, reg *registry.Registry, dataDir string, lake sink.Sink, lakeName string,
+func startDevStatus(ctx context.Context, f statusFlags, reg *registry.Registry, d dataDir, lake sink.Sink, lakeName string,
 	tc client.Client, namespace string, lim status.LimiterStates, log *slog.Logger) (*devStatus, error) {
-	tok, file, err := devOperatorToken(dataDir)
+	tok, file, err := devOperatorToken(d)
 	if err != nil {
 		return nil, err
 	}
 	if file == "" {
 		file = tokenSource()
 	}
-	s, err := startStatus(ctx, f, statusDeps{reg: reg, dataDir: dataDir, lake: lake, lakeName: lakeName, tc: tc, namespace: namespace,
+	s, err := startStatus(ctx, f, statusDeps{reg: reg, dataDir: d, lake: lake, lakeName: lakeName, tc: tc, namespace: namespace,
 		limiter: lim, token: tok, log: log})
 	if err != nil {
 		return nil, err

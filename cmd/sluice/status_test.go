@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/status"
 )
 
@@ -53,7 +52,7 @@ func TestStatusRefusesPublicAddressWithoutToken(t *testing.T) {
 // the Web UI's and serves them; the operator page takes the token dev keeps
 // in <data-dir>/operator-token (mode 0600) and shows its limiters running.
 func TestDevServesStatus(t *testing.T) {
-	for _, env := range []string{sink.EnvS3Bucket, sink.EnvS3Endpoint, sink.EnvDataDir, status.EnvOperatorToken, status.EnvOperatorTokenFile, "SLUICE_WATCH_DB"} {
+	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir, status.EnvOperatorToken, status.EnvOperatorTokenFile, "SLUICE_WATCH_DB"} {
 		t.Setenv(env, "")
 	}
 	dir := t.TempDir()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/workflows"
 )
 
 // temporalFlags are the connection flags of every command that talks to a
@@ -47,7 +49,7 @@ func (t *temporalFlags) bind(fs *pflag.FlagSet) {
 	t.fs = fs
 	stringFlag(fs, &t.addr, "temporal", "SLUICE_TEMPORAL", "127.0.0.1:7233", "Temporal frontend HOST:PORT")
 	stringFlag(fs, &t.namespace, "namespace", "SLUICE_NAMESPACE", "default", "Temporal namespace")
-	stringFlag(fs, &t.taskQueue, "task-queue", "SLUICE_TASK_QUEUE", "sluice", "task queue of Sluice's workflows and activities")
+	stringFlag(fs, &t.taskQueue, "task-queue", "SLUICE_TASK_QUEUE", workflows.TaskQueue, "task queue of Sluice's workflows and activities")
 	boolFlag(fs, &t.tls, "tls", "SLUICE_TLS", false, "connect over TLS, verifying the server against the system's roots (implied by the other --tls-* settings and by an API key)")
 	stringFlag(fs, &t.caFile, "tls-ca-file", "SLUICE_TLS_CA_FILE", "", "PEM bundle of the CAs that sign the server's certificate, instead of the system's roots (or PEM in "+envTLSCA+")")
 	stringFlag(fs, &t.certFile, "tls-cert-file", "SLUICE_TLS_CERT_FILE", "", "PEM client certificate for mutual TLS (or PEM in "+envTLSCrt+")")

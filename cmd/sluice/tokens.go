@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -54,9 +53,9 @@ func tokenStoreFlag(fs *pflag.FlagSet, p *string) {
 
 // keyring decides where the worker keeps KIS tokens: it returns the
 // payload key ring for the token keepers, or nil for the file store.
-// devDir, when not empty, is `sluice dev`'s data directory: without a
-// configured key, one is created there (0600).
-func (r *runtimeFlags) keyring(log *slog.Logger, devDir string) (*codec.Keyring, error) {
+// For `sluice dev` (dev set) without a configured key, one is created in
+// the data directory (0600).
+func (r *runtimeFlags) keyring(log *slog.Logger, dev bool) (*codec.Keyring, error) {
 	switch r.tokenStore {
 	case tokensAuto, tokensKeeper:
 	case tokensFile:
@@ -65,9 +64,9 @@ func (r *runtimeFlags) keyring(log *slog.Logger, devDir string) (*codec.Keyring,
 		return nil, fmt.Errorf("--token-store %q: want %s, %s or %s", r.tokenStore, tokensKeeper, tokensFile, tokensAuto)
 	}
 	ring, err := r.keys.load()
-	if errors.Is(err, codec.ErrNoKey) && devDir != "" {
+	if errors.Is(err, codec.ErrNoKey) && dev {
 		var created bool
-		path := filepath.Join(devDir, devKeyFile)
+		path := r.lake.dataDir.codecKey()
 		if ring, created, err = codec.EnsureKeyFile(path); err == nil && created {
 			log.Info("created a payload key for the token keepers", "file", path, "key_id", ring.PrimaryID())
 		}
@@ -77,7 +76,7 @@ func (r *runtimeFlags) keyring(log *slog.Logger, devDir string) (*codec.Keyring,
 			return nil, fmt.Errorf("--token-store %s: %w; the keepers' payloads hold the token and are never written in clear", tokensKeeper, err)
 		}
 		log.Warn("KIS tokens are kept on this machine only: workers on other machines issue their own and trip KIS's once-a-minute limit; "+
-			"set "+codec.EnvKey+" or "+codec.EnvKeyFile+" to share one token through Temporal", "dir", filepath.Join(r.sink.DataDir, "tokens"))
+			"set "+codec.EnvKey+" or "+codec.EnvKeyFile+" to share one token through Temporal", "dir", r.lake.dataDir.tokens())
 		return nil, nil
 	}
 	return ring, err

@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/registry"
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/watchsync"
@@ -39,34 +38,50 @@ func (w *watchDBFlag) bind(fs *pflag.FlagSet) {
 }
 
 // open opens the store for a process that writes to it (worker, dev).
-func (w *watchDBFlag) open(ctx context.Context, dataDir string) (store.Store, error) {
-	return store.Open(ctx, store.Config{DSN: w.dsn, DataDir: dataDir})
+func (w *watchDBFlag) open(ctx context.Context, d dataDir) (store.Store, error) {
+	return store.Open(ctx, store.Config{DSN: w.dsnIn(d)})
+}
+
+// dsnIn is the store's DSN: --watch-db, or SQLite under the data directory.
+func (w *watchDBFlag) dsnIn(d dataDir) string {
+	if w.dsn != "" {
+		return w.dsn
+	}
+	return "sqlite:" + d.watchDB()
+}
+
+// describe names the watch store for a person, without a password.
+func (w *watchDBFlag) describe(d dataDir) string {
+	if w.dsn == "" {
+		return d.watchDB()
+	}
+	return store.Describe(w.dsn)
 }
 
 // openExisting opens the store for a command that only reads it: the
 // default SQLite file must exist already (a reading command creates no
 // empty store under a mistyped --data-dir).
-func (w *watchDBFlag) openExisting(ctx context.Context, dataDir string) (store.Store, error) {
+func (w *watchDBFlag) openExisting(ctx context.Context, d dataDir) (store.Store, error) {
 	if w.dsn == "" {
-		path := store.SQLitePath(dataDir)
+		path := d.watchDB()
 		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("no watch store at %s: nothing was probed under --data-dir %s yet (sluice dev or a worker creates it), or name the database with --watch-db", path, dataDir)
+			return nil, fmt.Errorf("no watch store at %s: nothing was probed under --data-dir %s yet (sluice dev or a worker creates it), or name the database with --watch-db", path, d.root())
 		}
 	}
-	return store.Open(ctx, store.Config{DSN: w.dsn, DataDir: dataDir})
+	return store.Open(ctx, store.Config{DSN: w.dsnIn(d)})
 }
 
 // readFlags are the flags of the commands that read the watch store.
 type readFlags struct {
 	db      watchDBFlag
-	dataDir string
+	dataDir dataDir
 	tf      temporalFlags
 	json    bool
 }
 
 func (r *readFlags) bind(fs *pflag.FlagSet) {
 	r.db.bind(fs)
-	stringFlag(fs, &r.dataDir, "data-dir", sink.EnvDataDir, sink.DefaultDataDir, "Sluice's state directory, where the default watch store lives")
+	r.dataDir.bind(fs, "the default watch store lives in its watch/ subdirectory")
 	r.tf.bind(fs)
 	fs.BoolVar(&r.json, "json", false, "print JSON instead of a table")
 }

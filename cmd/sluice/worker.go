@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/registry"
@@ -25,7 +25,7 @@ func init() { register(newWorkerCmd) }
 // runtimeFlags configure what a worker process does, in `sluice worker`
 // and `sluice dev` alike.
 type runtimeFlags struct {
-	sink           sink.Config
+	lake           lakeFlags
 	baseURL        string
 	simCredentials bool
 	rateScale      float64
@@ -43,7 +43,7 @@ type runtimeFlags struct {
 }
 
 func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
-	r.sink.BindFlags(fs)
+	r.lake.bind(fs)
 	stringFlag(fs, &r.baseURL, "base-url", "SLUICE_BASE_URL", "", "send every provider's calls to this base URL instead of the registry's (the simulator)")
 	boolFlag(fs, &r.simCredentials, "sim-credentials", "SLUICE_SIM_CREDENTIALS", false, "use the simulator's test credentials instead of the environment's")
 	floatFlag(fs, &r.rateScale, "rate-scale", "SLUICE_RATE_SCALE", 1, "multiply every declared rate; any value but 1 only against a simulator (--base-url) running at the same --rate-scale, which the worker checks at start")
@@ -88,9 +88,9 @@ func (r *runtimeFlags) logger() (*slog.Logger, error) {
 // workerOptions builds worker.Options from the flags.
 func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, taskQueue string, lake sink.Sink, log *slog.Logger) worker.Options {
 	opts := worker.Options{
-		Client: tc, TaskQueue: taskQueue, Registry: reg, Sink: lake,
-		RateScale: r.rateScale, Tolerance: r.tolerance, MaxQuotaWait: r.maxQuotaWait,
-		MaxConcurrentActivities: r.maxActivities, MetricsAddr: r.metricsAddr, Logger: log,
+		Client: tc, TaskQueue: taskQueue, Config: activities.Config{Registry: reg, Sink: lake, RateScale: r.rateScale, Logger: log},
+		Tolerance: r.tolerance, MaxQuotaWait: r.maxQuotaWait,
+		MaxConcurrentActivities: r.maxActivities, MetricsAddr: r.metricsAddr,
 	}
 	if r.baseURL != "" {
 		opts.BaseURLs = map[string]string{"*": r.baseURL}
@@ -102,7 +102,7 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 		// KIS tokens live in the token keepers: every worker on every
 		// machine shares one token per app key.
 		opts.TokenKeeper = r.keeper
-	} else if store, err := tokenstore.NewFile(filepath.Join(r.sink.DataDir, "tokens")); err == nil {
+	} else if store, err := tokenstore.NewFile(r.lake.dataDir.tokens()); err == nil {
 		// Under the data directory: every worker sharing it (one machine,
 		// or a shared volume) shares one token per app key.
 		opts.TokenStore = store
@@ -143,17 +143,17 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			if err != nil {
 				return err
 			}
-			lake, err := rf.sink.Open(cmd.Context())
+			lake, err := rf.lake.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer lake.Close()
-			ws, err := rf.watchDB.open(cmd.Context(), rf.sink.DataDir)
+			ws, err := rf.watchDB.open(cmd.Context(), rf.lake.dataDir)
 			if err != nil {
 				return err
 			}
 			defer ws.Close()
-			ring, err := rf.keyring(log, "")
+			ring, err := rf.keyring(log, false)
 			if err != nil {
 				return err
 			}

@@ -77,7 +77,7 @@ func (c *toyConnector) Fetch(ctx context.Context, req connector.Request) (*conne
 // Probe asks for the newest row of the last week.
 func (c *toyConnector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
+	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
 		From: today.AddDate(0, 0, -7), To: today, Limit: 1}, true)
 	return connector.ReadProbe(resp, err, false)
 }

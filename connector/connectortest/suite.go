@@ -289,7 +289,7 @@ func (e *Env) Request(ds *registry.Dataset, from, to time.Time) connector.Reques
 	if ds == nil {
 		ds = e.Registry.Dataset(e.suite.Dataset)
 	}
-	return connector.Request{Provider: e.Provider, Dataset: ds, From: from, To: to}
+	return connector.Request{Dataset: ds, From: from, To: to}
 }
 
 // Control sends a request to the simulator's control API and returns the

@@ -62,7 +62,7 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 // claim to hold the newest period.
 func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
+	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
 		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true)
 	return connector.ReadProbe(resp, err, false)
 }

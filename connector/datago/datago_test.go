@@ -75,7 +75,7 @@ func setup(t *testing.T, f *fakeDataGo, creds connector.Credentials) (*datago.Co
 }
 
 func request(reg *registry.Registry) connector.Request {
-	return connector.Request{Provider: reg.Provider("datago"), Dataset: reg.Dataset(connectortest.DataGoDataset),
+	return connector.Request{Dataset: reg.Dataset(connectortest.DataGoDataset),
 		From: time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 1, 3, 0, 0, 0, 0, time.UTC)}
 }
 

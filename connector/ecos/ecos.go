@@ -65,7 +65,7 @@ func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.
 	if ds != nil {
 		from = ProbeFrom(ds.Request.Cycle, today)
 	}
-	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: from, To: today, Limit: ProbeRows}, true)
+	resp, err := c.fetch(ctx, connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}, true)
 	complete := err == nil && resp != nil && !resp.More
 	return connector.ReadProbe(resp, err, complete)
 }

@@ -67,7 +67,7 @@ func setup(t *testing.T, answer string) (*ecos.Connector, *fakeECOS, *registry.R
 }
 
 func request(reg *registry.Registry, id string) connector.Request {
-	return connector.Request{Provider: reg.Provider("ecos"), Dataset: reg.Dataset(id),
+	return connector.Request{Dataset: reg.Dataset(id),
 		From: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)}
 }
 

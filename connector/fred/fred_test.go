@@ -80,7 +80,7 @@ func setup(t *testing.T, f *fakeFRED, creds connector.Credentials) (*fred.Connec
 }
 
 func request(reg *registry.Registry) connector.Request {
-	return connector.Request{Provider: reg.Provider("fred"), Dataset: reg.Dataset(connectortest.FREDDataset),
+	return connector.Request{Dataset: reg.Dataset(connectortest.FREDDataset),
 		From: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 1, 5, 0, 0, 0, 0, time.UTC)}
 }
 

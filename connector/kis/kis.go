@@ -44,7 +44,7 @@ type Connector struct {
 var _ connector.Connector = (*Connector)(nil)
 
 // New returns a KIS connector. Without Options.TokenStore, tokens are kept
-// in a file store under tokenstore.DefaultDir().
+// in this process only (tokenstore.Memory).
 func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 	b, err := connector.NewBase(p, opts)
 	if err != nil {
@@ -52,11 +52,7 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 	}
 	store := opts.TokenStore
 	if store == nil {
-		fs, err := tokenstore.NewFile(tokenstore.DefaultDir())
-		if err != nil {
-			return nil, fmt.Errorf("creating kis connector: %w", err)
-		}
-		store = fs
+		store = tokenstore.NewMemory()
 	}
 	return &Connector{base: b, store: store, flight: make(chan struct{}, 1)}, nil
 }
@@ -78,7 +74,7 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 // newest row) and returns the answer (connector.ReadProbe).
 func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds,
+	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
 		From: today.AddDate(0, 0, -ProbeDays), To: today}, true)
 	return connector.ReadProbe(resp, err, true)
 }

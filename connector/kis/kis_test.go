@@ -93,7 +93,7 @@ func (e *env) connector(t *testing.T, mod ...func(*connector.Options)) *kis.Conn
 }
 
 func (e *env) request() connector.Request {
-	return connector.Request{Provider: e.reg.Provider("kis"), Dataset: e.ds,
+	return connector.Request{Dataset: e.ds,
 		From: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2025, 1, 31, 0, 0, 0, 0, time.UTC)}
 }
 

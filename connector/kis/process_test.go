@@ -68,7 +68,7 @@ func TestTokenHelperProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.Fetch(context.Background(), connector.Request{Provider: reg.Provider("kis"), Dataset: reg.Dataset(connectortest.KISDataset),
+	resp, err := c.Fetch(context.Background(), connector.Request{Dataset: reg.Dataset(connectortest.KISDataset),
 		From: now.AddDate(0, 0, -7), To: now})
 	if err != nil {
 		t.Fatal(err)

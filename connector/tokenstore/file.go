@@ -1,6 +1,7 @@
 // Package tokenstore holds connector.TokenStore implementations. File
 // keeps one JSON file per key in a directory and coordinates the processes
-// of one machine with an exclusive file lock.
+// of one machine with an exclusive file lock; Memory keeps tokens in one
+// process.
 package tokenstore
 
 import (
@@ -42,15 +43,6 @@ func NewFile(dir string) (*File, error) {
 		return nil, errors.New("creating token store: empty directory")
 	}
 	return &File{dir: dir}, nil
-}
-
-// DefaultDir is where tokens are kept when no store is configured:
-// $SLUICE_DATA_DIR/tokens, or ./var/tokens.
-func DefaultDir() string {
-	if d := os.Getenv("SLUICE_DATA_DIR"); d != "" {
-		return filepath.Join(d, "tokens")
-	}
-	return filepath.Join("var", "tokens")
 }
 
 // Dir returns the store's directory.

@@ -145,17 +145,6 @@ func TestWithLockGivesUpWithTheContext(t *testing.T) {
 	}
 }
 
-func TestDefaultDir(t *testing.T) {
-	t.Setenv("SLUICE_DATA_DIR", "/data")
-	if got := DefaultDir(); got != "/data/tokens" {
-		t.Errorf("DefaultDir = %q", got)
-	}
-	t.Setenv("SLUICE_DATA_DIR", "")
-	if got := DefaultDir(); got != filepath.Join("var", "tokens") {
-		t.Errorf("DefaultDir = %q", got)
-	}
-}
-
 func TestWideDirectoryIsRestricted(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tokens")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

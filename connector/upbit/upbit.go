@@ -68,7 +68,7 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 // and returns the answer (connector.ReadProbe).
 func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
 	today := connector.CivilDate(c.base.Now().UTC())
-	resp, err := c.fetch(ctx, connector.Request{Provider: c.base.Provider(), Dataset: ds, From: today, To: today}, true)
+	resp, err := c.fetch(ctx, connector.Request{Dataset: ds, From: today, To: today}, true)
 	return connector.ReadProbe(resp, err, true)
 }
 

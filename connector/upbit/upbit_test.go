@@ -135,7 +135,7 @@ func TestFetchCandles(t *testing.T) {
 	c, reg, _ := setup(t, f, func(o *connector.Options) {
 		o.Observe = func(_ context.Context, ob connector.Observation) { observed = append(observed, ob.Remaining) }
 	})
-	resp, err := c.Fetch(context.Background(), connector.Request{Provider: reg.Provider("upbit"), Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(7)})
+	resp, err := c.Fetch(context.Background(), connector.Request{Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(7)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestFetchCandles(t *testing.T) {
 func TestEscalationTo418(t *testing.T) {
 	f := &fakeUPBIT{allow: 3, block429: 2}
 	c, reg, _ := setup(t, f, nil)
-	req := connector.Request{Provider: reg.Provider("upbit"), Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(1)}
+	req := connector.Request{Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(1)}
 	var classes []string
 	var untils []time.Time
 	for range 8 {
@@ -216,7 +216,7 @@ func TestAnswers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, reg, _ := setup(t, &fakeUPBIT{status: tc.status, answer: tc.answer}, nil)
-			_, err := c.Fetch(context.Background(), connector.Request{Provider: reg.Provider("upbit"), Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(1)})
+			_, err := c.Fetch(context.Background(), connector.Request{Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(1)})
 			var e *connector.Error
 			if !errors.As(err, &e) || e.Class != tc.class || e.Code != tc.code {
 				t.Fatalf("err = %#v", err)
@@ -227,9 +227,9 @@ func TestAnswers(t *testing.T) {
 
 func TestExchangeCallsAreSigned(t *testing.T) {
 	f := &fakeUPBIT{answer: `{"bid_fee":"0.0005"}`, group: "default"}
-	c, reg, log := setup(t, f, nil)
+	c, _, log := setup(t, f, nil)
 	ds := &registry.Dataset{ID: "upbit-chance", Provider: "upbit", Request: registry.Request{Path: "/v1/orders/chance", Market: "KRW-BTC"}}
-	resp, err := c.Fetch(context.Background(), connector.Request{Provider: reg.Provider("upbit"), Dataset: ds, From: day(1), To: day(1)})
+	resp, err := c.Fetch(context.Background(), connector.Request{Dataset: ds, From: day(1), To: day(1)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package store keeps the watch's probes, per-dataset states, Changes and
-// operational events in SQL (issue 9 §3): embedded SQLite by default — a
+// operational events in SQL (docs/watch.md): embedded SQLite by default — a
 // file under the data directory, pure Go, nothing to install — and
 // PostgreSQL in the compose stack, behind one interface with one
 // conformance suite.

@@ -105,9 +105,9 @@ func run() error {
 	}
 	defer kc.Close()
 	w, err := worker.Start(worker.Options{
-		Client: tc, Registry: reg, Sink: lake, Logger: log, RateScale: 10, TokenKeeper: kc,
-		BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
-		Credentials: connector.MapCredentials(withheld(simulator.TestCredentials(reg), "DATAGO_SERVICE_KEY")),
+		Client: tc, TokenKeeper: kc, Config: activities.Config{Registry: reg, Sink: lake, Logger: log, RateScale: 10,
+			BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
+			Credentials: connector.MapCredentials(withheld(simulator.TestCredentials(reg), "DATAGO_SERVICE_KEY"))},
 	})
 	if err != nil {
 		return err
@@ -315,9 +315,9 @@ func recordWatch(ctx context.Context, tc client.Client, reg *registry.Registry, 
 		return "", err
 	}
 	w, err := worker.Start(worker.Options{
-		Client: tc, TaskQueue: queue, Registry: reg, Sink: lake, Logger: log, RateScale: scale, Watch: st,
-		BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
-		Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
+		Client: tc, TaskQueue: queue, Config: activities.Config{Registry: reg, Sink: lake, Logger: log, RateScale: scale, Watch: st,
+			BaseURLs:    map[string]string{"*": "http://" + ln.Addr().String()},
+			Credentials: connector.MapCredentials(simulator.TestCredentials(reg))},
 	})
 	if err != nil {
 		return "", err
