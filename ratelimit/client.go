@@ -130,6 +130,9 @@ type ClientStats struct {
 	LateBatch  int64         // batches discarded because the round trip exceeded the tolerance
 	Recoveries int64         // recover updates sent
 	MaxRTT     time.Duration // slowest acquire round trip
+	// Tolerance is the tolerance the last acquire asked with (fitted to
+	// the round trips, or widened).
+	Tolerance time.Duration
 }
 
 // ClientOptions configure a Client.
@@ -318,21 +321,33 @@ const (
 )
 
 // tolerance is the tolerance the batcher asks with, given the callers'
-// configured one (--limiter-tolerance): widened to slow round trips when
-// they exceed it (lateAnswer); else, once the limiter follows
-// RulesPriority, twice the slowest recent round trip plus wakeMargin,
-// between MinTolerance and the configured tolerance. A smaller tolerance
-// spaces the windows closer (§6 of issue 8: a window of L costs L + τ);
-// the permit's deadline shrinks with it, so every call is still sent
-// within [grant, grant + tolerance].
+// configured one (--limiter-tolerance).
+//
+// Once the limiter follows RulesPriority (each grant keeps its own
+// tolerance, so a tolerance may shrink safely), it is fitted to the recent
+// round trips: 1.5 × their 75th percentile plus wakeMargin — at least
+// MinTolerance (or the configured one, if lower), at most the configured
+// one while the round trips allow it, and above it (up to 2 s) while they
+// are slower; it follows them back down. An answer slower than the
+// tolerance is released and asked for again at once; since a long run's
+// slots lie up to MaxAhead ahead, the same slots come back, so a late
+// answer costs an update, not throughput. A smaller tolerance spaces the
+// windows closer (a window of L costs L + τ), and the permit's deadline
+// shrinks with it, so every call is still sent within [grant, grant + τ].
+//
+// With a legacy limiter it is the configured tolerance, widened for good
+// to slow round trips (lateAnswer).
 func (b *batcher) tolerance(configured time.Duration) time.Duration {
-	if b.tol > configured {
-		return b.tol
-	}
 	if b.rules < RulesPriority || len(b.rtts) < rttMinSamples {
-		return configured
+		return max(configured, b.tol)
 	}
-	return min(configured, max(2*slices.Max(b.rtts)+wakeMargin, MinTolerance))
+	sorted := slices.Sorted(slices.Values(b.rtts))
+	p75 := sorted[len(sorted)*3/4]
+	fit := p75 + p75/2 + wakeMargin
+	if fit > configured {
+		return min(fit, maxTolerance)
+	}
+	return max(fit, min(MinTolerance, configured))
 }
 
 func (b *batcher) observe(rtt time.Duration) {
@@ -355,7 +370,7 @@ func (c *Client) run(b *batcher) {
 		resp, err := c.acquire(b.scope, req.Limits, req)
 		received := time.Now()
 		rtt := received.Sub(sent)
-		c.count(func(s *ClientStats) { s.Updates++; s.MaxRTT = max(s.MaxRTT, rtt) })
+		c.count(func(s *ClientStats) { s.Updates++; s.MaxRTT = max(s.MaxRTT, rtt); s.Tolerance = req.Limits.Tolerance })
 		if err != nil || resp.Recover {
 			backoff = c.retry(b, batch, req.Release, resp, err, backoff)
 			continue
