@@ -217,3 +217,57 @@ func BenchmarkKISLongRun(b *testing.B) {
 		b.Errorf("the simulator counted %d violations", v)
 	}
 }
+
+// BenchmarkDailyDuringBackfill is issue 8 §5's benchmark over the real
+// gate, limiter, connector and simulator: a daily batch of 100 KIS calls
+// from one worker process (20 concurrent callers), first alone, then while
+// another process's 30 backfill-priority callers keep the same scope
+// saturated (synthetic backfill callers: the Backfill workflow is not
+// needed to load the scope). It reports the batch's makespan during the
+// backfill ÷ alone (goal ≤ 1.1), how many backfill calls went through
+// meanwhile, and the simulator's violations (0).
+func BenchmarkDailyDuringBackfill(b *testing.B) {
+	const batch = 100
+	r := newKISRig(b, 2, 1_000_000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	var alone, during time.Duration
+	var backfilled int
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := r.run(ctx, 0, 0, batch, 20, connector.PriorityDaily); err != nil {
+			b.Fatal(err)
+		}
+		alone += time.Since(start)
+		r.mu.Lock()
+		before := len(r.sends)
+		r.mu.Unlock()
+
+		bctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- r.run(bctx, 1, batch, 1<<30, 30, connector.PriorityBackfill) }()
+		time.Sleep(3 * time.Second) // the backfill saturates the scope
+		start = time.Now()
+		if err := r.run(ctx, 0, 0, batch, 20, connector.PriorityDaily); err != nil {
+			b.Fatal(err)
+		}
+		during += time.Since(start)
+		stop()
+		if err := <-done; err != nil && bctx.Err() == nil {
+			b.Fatal(err)
+		}
+		r.mu.Lock()
+		backfilled += len(r.sends) - before - batch
+		r.mu.Unlock()
+	}
+	b.StopTimer()
+	b.ReportMetric(alone.Seconds()/float64(b.N), "alone-s")
+	b.ReportMetric(during.Seconds()/float64(b.N), "during-backfill-s")
+	b.ReportMetric(during.Seconds()/alone.Seconds(), "ratio")
+	b.ReportMetric(float64(backfilled)/float64(b.N), "backfill-calls")
+	b.ReportMetric(float64(r.violations()), "violations")
+	if v := r.violations(); v != 0 {
+		b.Errorf("the simulator counted %d violations", v)
+	}
+}
