@@ -255,6 +255,25 @@ func (l *Ledger) setWaiting(caller string, now time.Time, asked int, ans Answer)
 	}
 }
 
+// StampLate gives every grant of the log without a latest send moment
+// (given under the legacy rules, by a run before) At plus the tolerance
+// then in force, as a running maximum, so that callers may lower their
+// tolerance under RulesPriority without those grants' slack being
+// forgotten.
+func (l *Ledger) StampLate(lim Limits) {
+	var prev time.Time
+	for i := range l.Grants {
+		g := &l.Grants[i]
+		if g.Late.IsZero() {
+			g.Late = g.At.Add(lim.Tolerance).UTC()
+		}
+		if prev.After(g.Late) {
+			g.Late = prev
+		}
+		prev = g.Late
+	}
+}
+
 // late is the latest moment grant g, or any grant before it, may be sent.
 func late(g Grant, lim Limits) time.Time {
 	if !g.Late.IsZero() {

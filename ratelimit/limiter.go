@@ -59,7 +59,9 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 	rules := RulesLegacy
 	if workflow.GetVersion(ctx, priorityChange, workflow.DefaultVersion, 1) >= 1 {
 		rules = RulesPriority
+		s.ledger.StampLate(s.effective)
 	}
+	s.rules = rules
 	log := workflow.GetLogger(ctx)
 	handled := 0
 	err := workflow.SetUpdateHandlerWithOptions(ctx, AcquireUpdate,
@@ -192,6 +194,7 @@ type limiterState struct {
 	reconfigured  bool
 	recovering    bool
 	recoveredFrom string
+	rules         int
 }
 
 func (s *limiterState) input() LimiterInput {
@@ -269,6 +272,9 @@ func (s *limiterState) recover(now time.Time, req RecoverRequest) {
 		st := req.State
 		s.ledger = st.Ledger
 		s.ledger.Upgrade()
+		if s.rules >= RulesPriority {
+			s.ledger.StampLate(Stricter(st.Limits, s.effective))
+		}
 		mine, myEpoch := s.callers, s.epoch
 		s.callers = slices.Clone(st.Callers)
 		slices.SortFunc(s.callers, func(a, b CallerLimits) int { return strings.Compare(a.Caller, b.Caller) })

@@ -260,3 +260,20 @@ func TestLedgerPriorityProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestStampLateKeepsLegacySlack: grants of a legacy ledger (no Late) get
+// At plus the tolerance then in force, as a running maximum, so a caller
+// with a smaller tolerance afterwards is still spaced from their slack.
+func TestStampLateKeepsLegacySlack(t *testing.T) {
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 2}}, Tolerance: 50 * time.Millisecond}
+	l := Ledger{Grants: []Grant{{ID: 1, At: t0}, {ID: 2, At: t0}}, NextID: 2}
+	l.StampLate(lim)
+	narrow := Ask{N: 1, Rules: RulesPriority, Caller: "a", Tolerance: 10 * time.Millisecond}
+	// The wide caller is gone: the effective tolerance is the narrow one's.
+	later := lim
+	later.Tolerance = 10 * time.Millisecond
+	ans := l.Reserve(t0.Add(100*time.Millisecond), later, narrow)
+	if want := t0.Add(time.Second + 50*time.Millisecond + slack); len(ans.Grants) != 1 || !ans.Grants[0].At.Equal(want) {
+		t.Fatalf("grant after legacy grants: %+v, want at %s", ans.Grants, want)
+	}
+}
