@@ -112,7 +112,7 @@ func newKISRig(b *testing.B, n, dailyQuota int, fit bool) *kisRig {
 func (r *kisRig) call(ctx context.Context, p, i int, prio connector.Priority) error {
 	ds := r.ds[i%len(r.ds)]
 	day := time.Date(2026, 8, 3, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(i/len(r.ds))%200)
-	resp, err := r.conns[p].Fetch(ctx, connector.Request{Provider: r.reg.Provider("kis"), Dataset: ds, From: day, To: day, Priority: prio})
+	resp, err := r.conns[p].Fetch(ctx, connector.Request{Dataset: ds, From: day, To: day, Priority: prio})
 	if err != nil {
 		if c, ok := connector.ClassOf(err); ok && c == connector.NoData {
 			return nil
