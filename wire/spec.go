@@ -35,7 +35,85 @@ type Spec struct {
 	Dates Dates
 	// Rows is where an answer's rows are and what their fields mean.
 	Rows Rows
+	// Coverage is what one call can cover: how a planner cuts a long
+	// range into calls. A dataset may override it (its coverage block).
+	Coverage Coverage
 }
+
+// MaxCoveragePeriods bounds Coverage.Periods.
+const MaxCoveragePeriods = 400
+
+// Coverage is what one call (or a few pages of it) can cover, declared as
+// data so that a planner holds no provider constant: the calendar unit a
+// chunk of a long range is aligned to, how many of those units one chunk
+// spans, and how many rows a period holds (with the paging's rows a page,
+// that gives the pages a chunk takes).
+type Coverage struct {
+	// Align is the calendar unit a chunk's ends fall on (year for ECOS
+	// and FRED, month for KIS, day for UPBIT's candle spans); "" is the
+	// dataset's cycle's unit.
+	Align Unit
+	// Periods is how many Align units one chunk spans at most; 0 means 1.
+	// A chunk of several units starts on a unit whose index is a multiple
+	// of Periods (months counted from January of year 0, days from
+	// 1970-01-01), so that 3 months are calendar quarters and 2 months
+	// are January–February, March–April, …
+	Periods int
+	// RowsPerPeriod is the most rows one period of the dataset's cycle
+	// holds: 1 for a series, one row an index a day for data.go.kr's FSC
+	// services. 0 means 1.
+	RowsPerPeriod int
+	// Weekdays reports that a daily cycle has rows on weekdays only (a
+	// market calendar): the bound on a chunk's rows counts weekdays.
+	Weekdays bool
+}
+
+// Resolved returns c with its defaults filled in for a dataset of cycle
+// unit u.
+func (c Coverage) Resolved(u Unit) Coverage {
+	if c.Align == "" {
+		c.Align = u
+	}
+	if c.Align == "" {
+		c.Align = Day
+	}
+	if c.Periods <= 0 {
+		c.Periods = 1
+	}
+	if c.RowsPerPeriod <= 0 {
+		c.RowsPerPeriod = 1
+	}
+	return c
+}
+
+// Override applies a dataset's coverage block: each set field replaces
+// c's. Weekdays is a pointer so that a dataset can turn it off.
+func (c Coverage) Override(o CoverageOverride) Coverage {
+	if o.Align != "" {
+		c.Align = o.Align
+	}
+	if o.Periods > 0 {
+		c.Periods = o.Periods
+	}
+	if o.RowsPerPeriod > 0 {
+		c.RowsPerPeriod = o.RowsPerPeriod
+	}
+	if o.Weekdays != nil {
+		c.Weekdays = *o.Weekdays
+	}
+	return c
+}
+
+// CoverageOverride is what a dataset's coverage block declares.
+type CoverageOverride struct {
+	Align         Unit
+	Periods       int
+	RowsPerPeriod int
+	Weekdays      *bool
+}
+
+// Units lists the calendar units, finest first.
+var Units = []Unit{Day, Week, HalfMonth, Month, Quarter, HalfYear, Year}
 
 // Fields lists request fields by their registry names (path, tr_id,
 // params, stat_code, cycle, items, series_id, market, method, format,
@@ -214,6 +292,9 @@ type Facts struct {
 	Span Span
 	// Rows are the dataset's row facts, PeriodFormat resolved.
 	Rows Rows
+	// Coverage is what one call covers, the dataset's overrides applied
+	// and defaults filled in.
+	Coverage Coverage
 }
 
 // Resolve returns the facts of a dataset with cycle code cycle ("" for the
@@ -237,6 +318,7 @@ func (s *Spec) Resolve(cycle string, pageSize int, span Span, o Override) (Facts
 	if f.Span == "" {
 		f.Span = SpanRange
 	}
+	f.Coverage = s.Coverage.Resolved(c.Unit)
 	return f, nil
 }
 
@@ -296,6 +378,12 @@ func (s *Spec) Check() error {
 	}
 	if s.Rows.Period == "" {
 		return fail("rows name no period field")
+	}
+	if a := s.Coverage.Align; a != "" && !slices.Contains(Units, a) {
+		return fail("coverage: unknown align unit %q", a)
+	}
+	if s.Coverage.Periods < 0 || s.Coverage.Periods > MaxCoveragePeriods || s.Coverage.RowsPerPeriod < 0 {
+		return fail("coverage: periods %d must be 0..%d and rows per period %d not negative", s.Coverage.Periods, MaxCoveragePeriods, s.Coverage.RowsPerPeriod)
 	}
 	if s.Rows.PeriodFormat != "" && !s.Rows.PeriodFormat.Valid() {
 		return fail("unknown period format %q", s.Rows.PeriodFormat)

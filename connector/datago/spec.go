@@ -21,6 +21,11 @@ var Spec = wire.Spec{
 		InParams: true,
 		Cycles:   []wire.Cycle{{Unit: wire.Day, Format: wire.YYYYMMDD}},
 	},
+	// A range of days is answered row by row across pages of numOfRows;
+	// a year a chunk keeps the pages of a long range few. The FSC
+	// services have rows on KRX business days only; a dataset declares
+	// how many rows a day holds (one an index) in its coverage block.
+	Coverage: wire.Coverage{Align: wire.Year, Weekdays: true},
 	Rows: wire.Rows{
 		JSON:         "response.body.items.item",
 		XML:          "response.body.items.item",

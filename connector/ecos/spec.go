@@ -31,6 +31,9 @@ var Spec = wire.Spec{
 			{Code: "D", Unit: wire.Day, Format: wire.YYYYMMDD},
 		},
 	},
+	// A year of any cycle (366 daily rows at most) fits one page of the
+	// default 1,000 rows.
+	Coverage: wire.Coverage{Align: wire.Year},
 	Rows: wire.Rows{
 		JSON:   "StatisticSearch.row",
 		XML:    "StatisticSearch.row",

@@ -21,6 +21,8 @@ var Spec = wire.Spec{
 		From: "observation_start", To: "observation_end",
 		Cycles: []wire.Cycle{{Unit: wire.Day, Format: wire.ISODate}},
 	},
+	// A year of daily observations is one call of up to 100,000.
+	Coverage: wire.Coverage{Align: wire.Year},
 	Rows: wire.Rows{
 		JSON:         "observations",
 		XML:          "observations.observation",

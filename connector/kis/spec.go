@@ -29,6 +29,8 @@ var Spec = wire.Spec{
 			{Code: "Y", Unit: wire.Year, Format: wire.YYYYMMDD},
 		},
 	},
+	// Two months of daily bars are at most 46 weekdays: one page of 50.
+	Coverage: wire.Coverage{Align: wire.Month, Periods: 2, Weekdays: true},
 	Rows: wire.Rows{
 		JSON:         "output2",
 		Period:       "stck_bsop_date",

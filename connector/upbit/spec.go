@@ -18,6 +18,8 @@ var Spec = wire.Spec{
 		To: "to", ToExclusive: true, // with count: the days in the range
 		Cycles: []wire.Cycle{{Unit: wire.Day, Format: wire.ISODateTime}},
 	},
+	// 200 daily candles (MaxCount) are one call.
+	Coverage: wire.Coverage{Align: wire.Day, Periods: MaxCount},
 	Rows: wire.Rows{
 		Period:       "candle_date_time_utc",
 		PeriodFormat: wire.ISODateTime,
