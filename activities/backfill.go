@@ -60,6 +60,8 @@ type CheckChunksInput struct {
 type CheckChunksResult struct {
 	Fetch []int            `json:"fetch"`
 	Done  []manifest.Entry `json:"done,omitempty"`
+	// DoneIndex is the index (into the input's Chunks) of each Done entry.
+	DoneIndex []int `json:"done_index,omitempty"`
 	// Recovered counts the chunks whose object was in the lake without a
 	// manifest entry (landed by a worker that died before recording it):
 	// their entries are made from the objects' metadata.
@@ -113,22 +115,28 @@ func (a *Activities) CheckChunks(ctx context.Context, in CheckChunksInput) (Chec
 			// Only failed chunks are redone; others keep their record.
 			if recorded {
 				e.Skipped = true
+				res.DoneIndex = append(res.DoneIndex, i)
 				res.Done = append(res.Done, e)
 			} else if landed {
+				res.DoneIndex = append(res.DoneIndex, i)
 				res.Done = append(res.Done, fromObject(c, o, now))
 				res.Recovered++
 			} else {
+				res.DoneIndex = append(res.DoneIndex, i)
 				res.Done = append(res.Done, manifest.Entry{From: c.From, To: c.To, Status: manifest.StatusFailed, Error: "never fetched (reprocess failed redoes only failed chunks)", Skipped: true, Updated: now})
 			}
 		case mode == ReprocessMissing && landed && recorded && e.Status == manifest.StatusOK && e.Key == o.Key:
 			e.Skipped = true
+			res.DoneIndex = append(res.DoneIndex, i)
 			res.Done = append(res.Done, e)
 		case mode == ReprocessMissing && landed:
 			// The object is the truth: it landed, its entry was lost.
+			res.DoneIndex = append(res.DoneIndex, i)
 			res.Done = append(res.Done, fromObject(c, o, now))
 			res.Recovered++
 		case mode == ReprocessMissing && recorded && e.Status == manifest.StatusNoData:
 			e.Skipped = true
+			res.DoneIndex = append(res.DoneIndex, i)
 			res.Done = append(res.Done, e)
 		default:
 			res.Fetch = append(res.Fetch, i)
