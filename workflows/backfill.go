@@ -54,8 +54,11 @@ type BackfillCarry struct {
 	Datasets  []DatasetProgress             `json:"datasets"` // as Plan.Datasets
 	Paused    bool                          `json:"paused,omitempty"`
 	Runs      int                           `json:"runs"`
-	// MaxHistory is the longest history a run of the backfill reported.
-	MaxHistory int `json:"max_history,omitempty"`
+	// MaxHistory is the longest history a run of the backfill reported;
+	// MaxEstimated the most events a run held by the workflows' own
+	// upper-bound count.
+	MaxHistory   int `json:"max_history,omitempty"`
+	MaxEstimated int `json:"max_estimated,omitempty"`
 }
 
 // BackfillCounts are a backfill's chunk and call counts.
@@ -98,8 +101,9 @@ type BackfillProgress struct {
 	DatasetsDone int `json:"datasets_done"`
 	// Runs counts the backfill's runs (continue-as-new); MaxHistory is the
 	// longest history any of its workflows reported.
-	Runs       int `json:"runs"`
-	MaxHistory int `json:"max_history,omitempty"`
+	Runs         int `json:"runs"`
+	MaxHistory   int `json:"max_history,omitempty"`
+	MaxEstimated int `json:"max_estimated,omitempty"`
 	// PlannedMakespan is the planner's prediction.
 	PlannedMakespan time.Duration `json:"planned_makespan"`
 }
@@ -170,6 +174,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		}
 		c.Datasets[i] = p
 		c.MaxHistory = max(c.MaxHistory, p.MaxHistory)
+		c.MaxEstimated = max(c.MaxEstimated, p.MaxEstimated)
 		changed = true
 	}
 	progressCh := workflow.GetSignalChannel(ctx, datasetProgressSignal)
@@ -316,6 +321,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 					if h := workflow.GetInfo(ctx).GetCurrentHistoryLength(); h > c.MaxHistory {
 						c.MaxHistory = h
 					}
+					c.MaxEstimated = max(c.MaxEstimated, budget+eventsActivity)
 					in.Carry = c
 					return progress(), workflow.NewContinueAsNewError(ctx, BackfillName, in)
 				}
@@ -347,6 +353,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		c.MaxHistory = h
 	}
 	upsert()
+	c.MaxEstimated = max(c.MaxEstimated, budget+eventsActivity)
 	return progress(), nil
 }
 
@@ -361,7 +368,7 @@ func searchState(s string) string {
 // backfillProgress sums a backfill's state into its progress answer.
 func backfillProgress(c *BackfillCarry, now time.Time, cancelled bool) BackfillProgress {
 	p := BackfillProgress{From: c.Plan.From, To: c.Plan.To, Reprocess: c.Reprocess, Started: c.Started,
-		Datasets: len(c.Datasets), Runs: c.Runs, MaxHistory: c.MaxHistory, PlannedMakespan: c.Plan.Makespan}
+		Datasets: len(c.Datasets), Runs: c.Runs, MaxHistory: c.MaxHistory, MaxEstimated: c.MaxEstimated, PlannedMakespan: c.Plan.Makespan}
 	p.Counts.PlannedCalls = c.Plan.Calls
 	byProvider := map[string]int{}
 	var waitUntil time.Time

@@ -44,12 +44,16 @@ const (
 // historyBudget events (or the server suggests it, or its real history
 // passes historyLimit), well below the server's 10,240-event warning.
 const (
-	backfillWindow  = 4
-	manifestBatch   = 25
+	backfillWindow = 4
+	manifestBatch  = 25
+	historyLimit   = 8000
+	flushInterval  = 30 * time.Second
+)
+
+// Variables so that tests can lower them.
+var (
 	maxChunksPerRun = 800
 	historyBudget   = 7000
-	historyLimit    = 8000
-	flushInterval   = 30 * time.Second
 )
 
 // Events a step adds to a history, at most, counting the workflow task
@@ -86,6 +90,10 @@ type DatasetProgress struct {
 	// longest history one of them reported (0 where the SDK does not say).
 	Runs       int `json:"runs"`
 	MaxHistory int `json:"max_history,omitempty"`
+	// MaxEstimated is the most events a run's history held by the
+	// workflow's own upper-bound count (the budget it continues as new
+	// at).
+	MaxEstimated int `json:"max_estimated,omitempty"`
 }
 
 // BackfillDatasetInput is a dataset's workflow input; Chunks, Next,
@@ -360,6 +368,7 @@ func BackfillDataset(ctx workflow.Context, in BackfillDatasetInput) (DatasetProg
 			}
 		}
 	}
+	st.MaxEstimated = max(st.MaxEstimated, budget+eventsSignal+eventsActivity)
 	if next < len(in.Chunks) {
 		// The signals this run has not handled carry over.
 		in.Next, in.Progress, in.Paused = next, st, paused
