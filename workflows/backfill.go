@@ -152,6 +152,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 	budget := 0
 	changed := false
 	cancelled := false
+	progressed := false // a run continues as new only after doing something
 
 	progress := func() BackfillProgress { return backfillProgress(c, workflow.Now(ctx), cancelled) }
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (BackfillProgress, error) { return progress(), nil }); err != nil {
@@ -164,6 +165,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 	}
 	onProgress := func(p DatasetProgress) {
 		budget += eventsReceived
+		progressed = true
 		i, ok := index[p.Dataset]
 		if !ok {
 			return
@@ -296,8 +298,8 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		if c.Next >= len(c.Datasets) && len(run) == 0 && starting == 0 {
 			break
 		}
-		if budget >= historyBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
-			workflow.GetInfo(ctx).GetCurrentHistoryLength() >= historyLimit {
+		if progressed && (budget >= historyBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
+			workflow.GetInfo(ctx).GetCurrentHistoryLength() >= historyLimit) {
 			if starting == 0 {
 				// Handle the signals that came meanwhile, then go on as
 				// new with the children still running.
@@ -330,6 +332,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		} else if !c.Paused && c.Next < len(c.Datasets) && len(run)+starting < backfillMaxChildren {
 			start(c.Next)
 			c.Next++
+			progressed = true
 			continue
 		}
 		if err := workflow.Await(ctx, func() bool { return changed }); err != nil {

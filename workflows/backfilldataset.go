@@ -52,8 +52,9 @@ const (
 
 // Variables so that tests can lower them.
 var (
-	maxChunksPerRun = 800
-	historyBudget   = 7000
+	maxChunksPerRun      = 800
+	historyBudget        = 7000
+	datasetHistoryBudget = 7000
 )
 
 // Events a step adds to a history, at most, counting the workflow task
@@ -216,9 +217,20 @@ func BackfillDataset(ctx workflow.Context, in BackfillDatasetInput) (DatasetProg
 		if in.Parent == "" {
 			return
 		}
-		budget += eventsSignal
-		if err := workflow.SignalExternalWorkflow(ctx, in.Parent, "", datasetProgressSignal, st).Get(ctx, nil); err != nil {
-			log.Warn("reporting backfill progress", "dataset", in.Dataset, "err", err)
+		// The last report must arrive: the parent waits for it. A parent
+		// between two runs (continue-as-new) may miss a signal in the test
+		// environment, so it is sent again a few times.
+		for try := 0; ; try++ {
+			budget += eventsSignal
+			err := workflow.SignalExternalWorkflow(ctx, in.Parent, "", datasetProgressSignal, st).Get(ctx, nil)
+			if err == nil || !st.Finished || try >= 10 || ctx.Err() != nil {
+				if err != nil {
+					log.Warn("reporting backfill progress", "dataset", in.Dataset, "err", err)
+				}
+				break
+			}
+			budget += eventsTimer
+			_ = workflow.Sleep(ctx, time.Second)
 		}
 	}
 	lastFlush := now()
@@ -308,7 +320,7 @@ func BackfillDataset(ctx workflow.Context, in BackfillDatasetInput) (DatasetProg
 			report(ctx)
 			continue
 		}
-		if !stopping && (budget >= historyBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
+		if !stopping && (budget >= datasetHistoryBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
 			workflow.GetInfo(ctx).GetCurrentHistoryLength() >= historyLimit) {
 			stopping = true
 		}

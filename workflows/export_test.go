@@ -1,9 +1,11 @@
 package workflows
 
-// SetBackfillBounds lowers a backfill's per-run bounds for a test and
-// returns a function restoring them.
-func SetBackfillBounds(chunksPerRun, budget int) func() {
-	oc, ob := maxChunksPerRun, historyBudget
-	maxChunksPerRun, historyBudget = chunksPerRun, budget
-	return func() { maxChunksPerRun, historyBudget = oc, ob }
+// SetBackfillBounds lowers a backfill's per-run bounds for a test — the
+// chunks a dataset workflow checks per run, and the estimated events at
+// which a dataset workflow and the parent continue as new — and returns
+// a function restoring them.
+func SetBackfillBounds(chunksPerRun, datasetBudget, parentBudget int) func() {
+	oc, od, op := maxChunksPerRun, datasetHistoryBudget, historyBudget
+	maxChunksPerRun, datasetHistoryBudget, historyBudget = chunksPerRun, datasetBudget, parentBudget
+	return func() { maxChunksPerRun, datasetHistoryBudget, historyBudget = oc, od, op }
 }
