@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 	"github.com/spf13/pflag"
+	enumspb "go.temporal.io/api/enums/v1"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/embedded"
