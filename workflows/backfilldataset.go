@@ -45,7 +45,7 @@ const (
 // passes historyLimit), well below the server's 10,240-event warning.
 const (
 	backfillWindow = 4
-	manifestBatch  = 25
+	manifestBatch  = 50
 	historyLimit   = 8000
 	flushInterval  = 30 * time.Second
 )

@@ -30,6 +30,8 @@ func TestReplay(t *testing.T) {
 		ratelimit.WorkflowName + "1":    "scope-limiter-v1.json",
 		events.WorkflowName + "1":       "ops-events-v1.json",
 		workflows.RefetchName:           "refetch.json",
+		workflows.BackfillName:          "backfill.json",
+		workflows.BackfillDatasetName:   "backfill-dataset.json",
 		// A daily run that compared revisions (the histories above were
 		// recorded before it did, and replay without them:
 		// workflow.GetVersion "revisions"), and a watch.
@@ -41,6 +43,8 @@ func TestReplay(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
 			r.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
+			r.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName})
+			r.RegisterWorkflowWithOptions(workflows.BackfillDataset, workflow.RegisterOptions{Name: workflows.BackfillDatasetName})
 			r.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 			r.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 			r.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
