@@ -195,6 +195,26 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		}
 		changed = true
 	}
+	// Signals that came before this point (a pause sent with the start,
+	// or carried over from the previous run) count before any child
+	// starts.
+	drain := func() {
+		for {
+			var p DatasetProgress
+			switch {
+			case progressCh.ReceiveAsync(&p):
+				onProgress(p)
+			case pauseCh.ReceiveAsync(nil):
+				onPause(true)
+			case resumeCh.ReceiveAsync(nil):
+				onPause(false)
+			default:
+				return
+			}
+		}
+	}
+	drain()
+	forward = forward[:0] // no child runs yet that was not started with the state
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -281,7 +301,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		if ctx.Err() != nil {
 			break
 		}
-		if len(forward) > 0 {
+		if len(forward) > 0 && starting == 0 { // a child still starting would miss it
 			sig := forward[0]
 			forward = forward[1:]
 			var fs []workflow.Future
@@ -303,22 +323,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 			if starting == 0 {
 				// Handle the signals that came meanwhile, then go on as
 				// new with the children still running.
-				for {
-					var p DatasetProgress
-					if progressCh.ReceiveAsync(&p) {
-						onProgress(p)
-						continue
-					}
-					if pauseCh.ReceiveAsync(nil) {
-						onPause(true)
-						continue
-					}
-					if resumeCh.ReceiveAsync(nil) {
-						onPause(false)
-						continue
-					}
-					break
-				}
+				drain()
 				if len(forward) == 0 {
 					if h := workflow.GetInfo(ctx).GetCurrentHistoryLength(); h > c.MaxHistory {
 						c.MaxHistory = h
