@@ -40,16 +40,20 @@ type Input struct {
 // Chunk is one object a run lands: a dataset's range and the provider
 // calls it takes.
 type Chunk struct {
-	Dataset, Provider string
-	From, To          string // YYYY-MM-DD, both included; "" for a request that asks no dates
+	Dataset  string `json:"dataset"`
+	Provider string `json:"provider"`
+	// From and To are YYYY-MM-DD, both included; "" for a request that
+	// asks no dates.
+	From string `json:"from"`
+	To   string `json:"to"`
 	// Calls is the planned provider calls: the pages the chunk's rows
 	// take at the dataset's rows a page.
-	Calls int
+	Calls int `json:"calls"`
 	// Rows is the most rows the chunk holds, the bound Calls is counted
 	// from.
-	Rows int
+	Rows int `json:"rows"`
 	// Scopes are the scope instance ids every call counts against.
-	Scopes []string
+	Scopes []string `json:"scopes"`
 }
 
 // ScopePlan is what a run costs one scope instance.
@@ -104,10 +108,11 @@ type Plan struct {
 	// Kind is "backfill" or "daily".
 	Kind string `json:"kind"`
 	// From and To are the range (a backfill) or the date (a daily run).
-	From, To string
-	Chunks   []Chunk     // by dataset, then From
-	Scopes   []ScopePlan // by scope id
-	Totals   Totals
+	From   string      `json:"from"`
+	To     string      `json:"to"`
+	Chunks []Chunk     `json:"chunks"` // by dataset, then From
+	Scopes []ScopePlan `json:"scopes"` // by scope id
+	Totals Totals      `json:"totals"`
 }
 
 // Backfill plans the backfill of in.From..in.To over the selected

@@ -33,6 +33,11 @@ type Dataset struct {
 	// facts that differ from its connector's (a data.go.kr service whose
 	// rows are dated by another field).
 	RowsOverride wire.Override
+	// CoverageOverride is what the dataset file's coverage block declares:
+	// what one call covers where it differs from its connector's (the
+	// rows a day of a data.go.kr service holds). Wire.Coverage has it
+	// applied.
+	CoverageOverride wire.CoverageOverride
 	// Wire holds the wire facts of the dataset's connector resolved for
 	// it (cycle, page size, row facts with RowsOverride applied): what a
 	// planner and a watch read. Nil when the dataset declares no request
@@ -41,6 +46,7 @@ type Dataset struct {
 	Pos  Pos
 
 	providerPos, scopeKeyPos, rowsPos Pos
+	coverageFields                    map[string]Pos
 }
 
 // UnassignedScopeKey is the scope key of the datasets of a per-service
@@ -151,8 +157,8 @@ func (r Request) Param(name string) (string, bool) {
 	return "", false
 }
 
-// ExpandParams returns the request's parameters with {from} and {to}
-// placeholders filled in for the given civil dates (see Expand).
+// ExpandParams returns the request's parameters with {from}, {to} and
+// {until} placeholders filled in for the given civil dates (see Expand).
 func (r Request) ExpandParams(from, to time.Time) []Param {
 	out := make([]Param, len(r.Params))
 	for i, p := range r.Params {

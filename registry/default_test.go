@@ -100,14 +100,24 @@ func TestDefaultRegistryWireFacts(t *testing.T) {
 		{"ecos-722y001-0101000", wire.Day, wire.YYYYMMDD, "TIME", 1000, wire.SpanRange, "DATA_VALUE"},
 		{"fred-dgs10", wire.Day, wire.ISODate, "date", 100000, wire.SpanRange, "value"},
 		{"upbit-krw-btc", wire.Day, wire.ISODateTime, "candle_date_time_utc", 200, wire.SpanRange, "opening_price"},
-		{"fsc-stock-market-index", wire.Day, wire.YYYYMMDD, "basDt", 1000, wire.SpanSingle, "clpr"},
-		{"fsc-bond-market-index", wire.Day, wire.YYYYMMDD, "basDt", 1000, wire.SpanSingle, "totBnfIdxClpr"},
+		{"fsc-stock-market-index", wire.Day, wire.YYYYMMDD, "basDt", 1000, wire.SpanRange, "clpr"},
+		{"fsc-bond-market-index", wire.Day, wire.YYYYMMDD, "basDt", 1000, wire.SpanRange, "totBnfIdxClpr"},
 		{"visitkorea-tourism", wire.Day, wire.YYYYMMDDhhmmss, "modifiedtime", 1000, wire.SpanNone, "title"},
 	} {
 		f := facts(tc.id)
 		if f.Cycle.Unit != tc.unit || f.Rows.PeriodFormat != tc.format || f.Rows.Period != tc.period || f.PageRows != tc.pageRows ||
 			f.Span != tc.span || len(f.Rows.Values) == 0 || f.Rows.Values[0] != tc.value {
 			t.Errorf("%s: facts %+v", tc.id, *f)
+		}
+	}
+	// The FSC services ask a range a call (beginBasDt..endBasDt), so a
+	// daily run's ten-day look-back is the pages of its rows, one an
+	// index a business day, not ten one-day calls.
+	for id, want := range map[string]int{"fsc-stock-market-index": 2, "fsc-bond-market-index": 1, "fsc-derivative-market-index": 1} {
+		ds := reg.Dataset(id)
+		if got := ds.Ingest.CallsPerRun; got != want {
+			t.Errorf("%s: calls_per_run %d, want %d (look-back %d × %d rows a day over %d rows a page)",
+				id, got, want, ds.Ingest.LookBack, ds.Wire.Coverage.RowsPerPeriod, ds.Wire.PageRows)
 		}
 	}
 	// Every ECOS cycle of the default registry resolves to its format.

@@ -478,6 +478,7 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 		{"ingest", func(n *yaml.Node, p string) { ds.Ingest = l.ingest(d, n, p) }},
 		{"terms", func(n *yaml.Node, p string) { ds.TermsOverride = d.terms(n, p) }},
 		{"rows", func(n *yaml.Node, p string) { ds.RowsOverride, ds.rowsPos = rowsOverride(d, n, p), d.pos(n, p) }},
+		{"coverage", func(n *yaml.Node, p string) { ds.CoverageOverride, ds.coverageFields = coverageOverride(d, n, p) }},
 	})
 	if present == nil {
 		return nil
@@ -753,7 +754,9 @@ func (l *loader) checkRequest(ds *Dataset, pr *Provider) {
 		problem(line, path, "%v", err)
 		return
 	}
+	facts.Coverage = spec.Coverage.Override(ds.CoverageOverride).Resolved(facts.Cycle.Unit)
 	ds.Wire = &facts
+	l.checkCoverage(ds, spec)
 }
 
 // connectorOf names a provider's connector in messages: the declared or
@@ -776,7 +779,7 @@ func span(spec *wire.Spec, r Request) wire.Span {
 	from, to := false, false
 	for _, p := range r.Params {
 		from = from || strings.Contains(p.Value, "{from")
-		to = to || strings.Contains(p.Value, "{to")
+		to = to || strings.Contains(p.Value, "{to") || strings.Contains(p.Value, "{until")
 	}
 	switch {
 	case from && to:
@@ -823,6 +826,84 @@ func rowsOverride(d *decoder, n *yaml.Node, path string) wire.Override {
 		}},
 	})
 	return o
+}
+
+// coverageOverride reads a dataset's coverage block (wire.Coverage): the
+// fields it declares, with where.
+func coverageOverride(d *decoder, n *yaml.Node, path string) (wire.CoverageOverride, map[string]Pos) {
+	var o wire.CoverageOverride
+	at := map[string]Pos{}
+	units := make([]string, len(wire.Units))
+	for i, u := range wire.Units {
+		units[i] = string(u)
+	}
+	d.mapping(n, path, []field{
+		{"align", func(n *yaml.Node, p string) {
+			o.Align, at["align"] = wire.Unit(d.oneOf(n, p, units)), d.pos(n, p)
+		}},
+		{"periods", func(n *yaml.Node, p string) {
+			if v, ok := d.intValue(n, p, 1, wire.MaxCoveragePeriods); ok {
+				o.Periods, at["periods"] = v, d.pos(n, p)
+			}
+		}},
+		{"rows_per_period", func(n *yaml.Node, p string) {
+			if v, ok := d.intValue(n, p, 1, MaxRowsPerPeriod); ok {
+				o.RowsPerPeriod, at["rows_per_period"] = v, d.pos(n, p)
+			}
+		}},
+		{"weekdays", func(n *yaml.Node, p string) {
+			if v, ok := d.boolValue(n, p); ok {
+				o.Weekdays, at["weekdays"] = &v, d.pos(n, p)
+			}
+		}},
+	})
+	return o, at
+}
+
+// MaxRowsPerPeriod bounds a dataset's coverage.rows_per_period.
+const MaxRowsPerPeriod = 1_000_000
+
+// checkCoverage refuses a coverage no chunk can be served by: an align
+// finer than the dataset's cycle (a chunk would split a period), or a
+// chunk whose rows take more pages than one ingest may follow.
+func (l *loader) checkCoverage(ds *Dataset, spec *wire.Spec) {
+	f := ds.Wire
+	c := f.Coverage
+	pos := func(field string) Pos {
+		if p, ok := ds.coverageFields[field]; ok {
+			return p
+		}
+		return Pos{File: ds.Pos.File, Line: ds.Pos.Line, Path: ds.Pos.Path}
+	}
+	problem := func(p Pos, format string, args ...any) {
+		l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: p.Line, Path: p.Path, Msg: fmt.Sprintf(format, args...)})
+	}
+	cycle := f.Cycle.Unit
+	if cycle == "" {
+		cycle = wire.Day
+	}
+	if a := ds.CoverageOverride.Align; a != "" && !a.Holds(cycle) {
+		problem(pos("align"), "coverage.align %s does not hold whole periods of the dataset's cycle (%s): a chunk would split one period; align to %s or a unit made of whole %ss",
+			a, cycle, cycle, cycle)
+		return
+	}
+	if f.Span != wire.SpanRange || ds.Request.FirstPageOnly() || f.PageRows <= 0 {
+		return
+	}
+	most, _ := c.Align.Days()
+	_, fewest := cycle.Days()
+	days := c.Periods * most
+	periods := (days+fewest-1)/fewest + 1
+	rows := periods * c.RowsPerPeriod
+	pages := (rows + f.PageRows - 1) / f.PageRows
+	if max := l.reg.Defaults.MaxPagesPerCall; max > 0 && pages > max {
+		field := "periods"
+		if _, ok := ds.coverageFields["rows_per_period"]; ok {
+			field = "rows_per_period"
+		}
+		problem(pos(field), "coverage: a chunk of %d %s of dataset %q holds up to %d rows, %d pages of %d rows, more than defaults.max_pages_per_call %d; align to a shorter unit or fewer periods",
+			c.Periods, unitWord(c.Align, c.Periods), ds.ID, rows, pages, f.PageRows, max)
+	}
 }
 
 // nonNil turns a nil list into an empty one: a declared empty keys list

@@ -221,7 +221,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "placeholder typo",
 			providers: baseProviders,
 			datasets:  map[string]string{"a.yaml": strings.Replace(tourDataset, `"{from}"`, `"{form}"`, 1)},
-			want:      []string{`registry/datasets/a.yaml:6: request.params.eventStartDate: unknown placeholder {form} in "{form}" (allowed: {from}, {to}, optionally {from:FORMAT})`},
+			want:      []string{`registry/datasets/a.yaml:6: request.params.eventStartDate: unknown placeholder {form} in "{form}" (allowed: {from}, {to}, {until}, optionally with a format: {from:FORMAT})`},
 		},
 		{
 			name:      "bad cron",
@@ -245,7 +245,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "unknown dataset field in a multi-document file",
 			providers: baseProviders,
 			datasets:  map[string]string{"m.yaml": tourDataset + "---\nid: tour2\nprovider: datago\nscope_key: x\nintervall: 5\n"},
-			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms, rows)`},
+			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms, rows, coverage)`},
 		},
 		{
 			name:      "budget gate: three datasets over one service's daily limit",

@@ -167,9 +167,9 @@ func (l *loader) resolveIngest(ds *Dataset, pr *Provider) {
 	problem := func(pos Pos, format string, args ...any) {
 		l.errs = append(l.errs, Problem{File: ds.Pos.File, Line: pos.Line, Path: pos.Path, Msg: fmt.Sprintf(format, args...)})
 	}
-	span, pageRows := wire.SpanRange, 0
+	span, pageRows, rowsPerPeriod := wire.SpanRange, 0, 1
 	if ds.Wire != nil {
-		span, pageRows = ds.Wire.Span, ds.Wire.PageRows
+		span, pageRows, rowsPerPeriod = ds.Wire.Span, ds.Wire.PageRows, max(ds.Wire.Coverage.RowsPerPeriod, 1)
 	}
 	unit := ds.unit()
 	if span == wire.SpanNone {
@@ -184,12 +184,17 @@ func (l *loader) resolveIngest(ds *Dataset, pr *Provider) {
 	requests, pages := 1, 1
 	switch {
 	case span == wire.SpanSingle:
-		// One request a period of the window.
+		// One request a period of the window, each the period's rows
+		// over the rows a page holds.
 		requests = in.LookBack
+		if pageRows > 0 && !ds.Request.FirstPageOnly() {
+			pages = (rowsPerPeriod + pageRows - 1) / pageRows
+		}
 	case span == wire.SpanRange && pageRows > 0 && !ds.Request.FirstPageOnly():
-		// A series answers one row a period: the window's rows over the
-		// rows a page holds.
-		pages = (in.LookBack + pageRows - 1) / pageRows
+		// A series answers one row a period (coverage.rows_per_period
+		// for a service with one row an index a day): the window's rows
+		// over the rows a page holds.
+		pages = (in.LookBack*rowsPerPeriod + pageRows - 1) / pageRows
 	}
 	lookBackPos := in.lookBackPos
 	if !in.lookBackDeclared {
@@ -215,7 +220,11 @@ func describeRun(ds *Dataset, unit wire.Unit, periods, requests, pages, pageRows
 	if requests > 1 {
 		return fmt.Sprintf("its request asks one period a call and its look-back is %d %s", periods, unitWord(unit, periods))
 	}
-	return fmt.Sprintf("its look-back of %d %s is %d rows, %d pages of %d rows", periods, unitWord(unit, periods), periods, pages, pageRows)
+	rows := periods
+	if ds.Wire != nil && ds.Wire.Coverage.RowsPerPeriod > 1 {
+		rows *= ds.Wire.Coverage.RowsPerPeriod
+	}
+	return fmt.Sprintf("its look-back of %d %s is %d rows, %d pages of %d rows", periods, unitWord(unit, periods), rows, pages, pageRows)
 }
 
 func unitWord(u wire.Unit, n int) string {

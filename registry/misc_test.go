@@ -45,13 +45,22 @@ func TestExpand(t *testing.T) {
 		"{to:YYYY-MM-DD}":           "2025-01-31",
 		"x{from:YYYYMM}y{to:YYYY}z": "x202501y2025z",
 		"plain":                     "plain",
+		"{until}":                   "20250201", // the day after to: a month end rolls over
+		"{until:YYYY-MM-DD}":        "2025-02-01",
 	} {
 		got, err := Expand(in, from, to)
 		if err != nil || got != want {
 			t.Errorf("Expand(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"{from", "from}", "{date}", "{from:DD}", "}{"} {
+	// {until} rolls over year ends and leap days.
+	for to, want := range map[string]string{"2024-02-28": "20240229", "2024-02-29": "20240301", "2023-02-28": "20230301", "2025-12-31": "20260101"} {
+		d, _ := time.Parse(time.DateOnly, to)
+		if got, err := Expand("{until}", d, d); err != nil || got != want {
+			t.Errorf("Expand({until}) for %s = %q, %v; want %s", to, got, err, want)
+		}
+	}
+	for _, bad := range []string{"{from", "from}", "{date}", "{from:DD}", "}{", "{until:DD}", "{untill}"} {
 		if _, err := Expand(bad, from, to); err == nil {
 			t.Errorf("Expand(%q) accepted", bad)
 		}

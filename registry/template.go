@@ -14,10 +14,12 @@ var dateFormats = map[string]string{
 	"YYYY":       "2006",
 }
 
-// Expand fills the {from} and {to} placeholders of a request parameter
-// value with civil dates. A placeholder may name a format after a colon:
-// {from:YYYY-MM-DD}; the default is YYYYMMDD. Braces that are not a
-// placeholder are an error, so a typo never reaches a provider.
+// Expand fills the {from}, {to} and {until} placeholders of a request
+// parameter value with civil dates: {from} and {to} are the range's first
+// and last day, {until} the day after {to}, for a provider whose end is
+// exclusive (the FSC services' endBasDt). A placeholder may name a format
+// after a colon: {from:YYYY-MM-DD}; the default is YYYYMMDD. Braces that
+// are not a placeholder are an error, so a typo never reaches a provider.
 func Expand(s string, from, to time.Time) (string, error) {
 	if !strings.Contains(s, "{") && !strings.Contains(s, "}") {
 		return s, nil
@@ -49,8 +51,10 @@ func Expand(s string, from, to time.Time) (string, error) {
 			d = from
 		case "to":
 			d = to
+		case "until":
+			d = to.AddDate(0, 0, 1)
 		default:
-			return "", fmt.Errorf("unknown placeholder {%s} in %q (allowed: {from}, {to}, optionally {from:FORMAT})", ph, s)
+			return "", fmt.Errorf("unknown placeholder {%s} in %q (allowed: {from}, {to}, {until}, optionally with a format: {from:FORMAT})", ph, s)
 		}
 		layout := dateFormats["YYYYMMDD"]
 		if hasFormat {

@@ -70,12 +70,17 @@ type Coverage struct {
 
 // Resolved returns c with its defaults filled in for a dataset of cycle
 // unit u.
+//
+// An Align that would split one period of the cycle (finer than it, or
+// not nesting with a week cycle) becomes the cycle's unit: a connector
+// declares its alignment for its common cycle, and a yearly series of it
+// is still cut by years.
 func (c Coverage) Resolved(u Unit) Coverage {
-	if c.Align == "" {
-		c.Align = u
+	if u == "" {
+		u = Day
 	}
-	if c.Align == "" {
-		c.Align = Day
+	if c.Align == "" || !c.Align.Holds(u) {
+		c.Align, c.Periods = u, 1
 	}
 	if c.Periods <= 0 {
 		c.Periods = 1
@@ -110,6 +115,41 @@ type CoverageOverride struct {
 	Periods       int
 	RowsPerPeriod int
 	Weekdays      *bool
+}
+
+// Days returns the most and the fewest days one unit holds.
+func (u Unit) Days() (most, fewest int) {
+	switch u {
+	case Week:
+		return 7, 7
+	case HalfMonth:
+		return 16, 13
+	case Month:
+		return 31, 28
+	case Quarter:
+		return 92, 90
+	case HalfYear:
+		return 184, 181
+	case Year:
+		return 366, 365
+	}
+	return 1, 1
+}
+
+// Holds reports whether every unit u is made of whole periods of unit v,
+// so that a chunk aligned to u never splits a period of v: days make up
+// every unit, weeks only weeks, the calendar units every finer one but
+// the week.
+func (u Unit) Holds(v Unit) bool {
+	switch {
+	case u == v || v == Day || v == "":
+		return true
+	case u == Week || v == Week:
+		return false
+	}
+	_, uf := u.Days()
+	vm, _ := v.Days()
+	return uf >= vm
 }
 
 // Units lists the calendar units, finest first.

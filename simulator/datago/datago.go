@@ -373,8 +373,8 @@ func latestDay(now time.Time, loc *time.Location) synth.Day {
 }
 
 // dateRange reads the dates asked for from the parameters the dataset
-// fills with {from}/{to} and the FSC names basDt, beginBasDt, endBasDt
-// (endBasDt exclusive). No date at all means the latest published day.
+// fills with {from}/{to}/{until} ({until} and the FSC's endBasDt are
+// exclusive) and the FSC names basDt, beginBasDt, endBasDt. No date at all means the latest published day.
 func (g *generator) dateRange() (synth.Day, synth.Day, bool) {
 	latest := latestDay(g.now, g.loc)
 	from, to := synth.Day(-1<<30), latest
@@ -387,7 +387,7 @@ func (g *generator) dateRange() (synth.Day, synth.Day, bool) {
 	params := []dparam{{"basDt", "on", "YYYYMMDD"}, {"beginBasDt", "from", "YYYYMMDD"}, {"endBasDt", "before", "YYYYMMDD"}}
 	if g.ds != nil {
 		for _, p := range g.ds.Request.Params {
-			for _, which := range []string{"from", "to"} {
+			for _, which := range []string{"from", "to", "until"} {
 				i := strings.Index(p.Value, "{"+which)
 				if i < 0 {
 					continue
@@ -398,8 +398,11 @@ func (g *generator) dateRange() (synth.Day, synth.Day, bool) {
 						format = f
 					}
 				}
-				if which == "from" && !hasTo(g.ds, p.Name) {
+				switch {
+				case which == "from" && !hasTo(g.ds, p.Name):
 					which = "on" // a single day, e.g. basDt={from}
+				case which == "until":
+					which = "before" // the day after the range ({until}) is exclusive
 				}
 				params = append(params, dparam{p.Name, which, format})
 			}
@@ -440,7 +443,7 @@ func hasTo(ds *registry.Dataset, name string) bool {
 		return false
 	}
 	for _, p := range ds.Request.Params {
-		if p.Name != name && strings.Contains(p.Value, "{to") {
+		if p.Name != name && (strings.Contains(p.Value, "{to") || strings.Contains(p.Value, "{until")) {
 			return true
 		}
 	}
