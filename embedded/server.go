@@ -106,6 +106,10 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		_ = s.stopServers()
 		return nil, err
 	}
+	if err := registerSearchAttributes(ctx, s.frontendHost, r.namespace, creds); err != nil {
+		_ = s.stopServers()
+		return nil, err
+	}
 	if r.uiEnabled {
 		if s.ui, err = startUI(ctx, r, s.frontendHost); err != nil {
 			_ = s.stopServers()

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/watch"
@@ -88,6 +89,9 @@ func ScanLake(ctx context.Context, lake sink.Sink, reg *registry.Registry, now t
 	err := lake.List(ctx, "", func(o sink.Object) error {
 		if ix.Objects+ix.Foreign >= MaxLakeObjects {
 			return errStop
+		}
+		if manifest.IsKey(o.Key) {
+			return nil // a backfill's record, not data
 		}
 		spec, err := sink.ParseKey(o.Key)
 		if err != nil {

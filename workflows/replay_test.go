@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -48,6 +49,36 @@ func TestReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 			r.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", file)); err != nil {
+				t.Fatalf("replaying %s: %v", file, err)
+			}
+		})
+	}
+}
+
+// TestReplayBackfill replays a recorded backfill and one of its dataset
+// workflows under their recorded ids: the children's ids are made of the
+// parent's.
+func TestReplayBackfill(t *testing.T) {
+	for file, id := range map[string]string{
+		"backfill.json":         "record-backfill",
+		"backfill-dataset.json": workflows.BackfillDatasetWorkflowID("record-backfill", "fred-dgs2"),
+	} {
+		t.Run(file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("testdata", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName})
+			r.RegisterWorkflowWithOptions(workflows.BackfillDataset, workflow.RegisterOptions{Name: workflows.BackfillDatasetName})
+			if err := r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: id},
+			}); err != nil {
 				t.Fatalf("replaying %s: %v", file, err)
 			}
 		})

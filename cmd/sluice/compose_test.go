@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	enumspb "go.temporal.io/api/enums/v1"
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/status"
@@ -288,5 +290,26 @@ func TestComposeSyncsSchedules(t *testing.T) {
 	}
 	if s.Restart != "no" || len(s.Profiles) != 0 {
 		t.Errorf("schedules: restart %q, profiles %v; want a one-shot of the default profile", s.Restart, s.Profiles)
+	}
+}
+
+// TestComposeRegistersBackfillAttributes: the namespace step registers
+// every search attribute the embedded server does, with its type, so the
+// Web UI lists backfills with their state and share done under compose too.
+func TestComposeRegistersBackfillAttributes(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(data, &cf); err != nil {
+		t.Fatalf("parsing compose file: %v", err)
+	}
+	cmd := strings.Join(cf.Services["temporal-namespace"].Command, " ")
+	types := map[enumspb.IndexedValueType]string{enumspb.INDEXED_VALUE_TYPE_KEYWORD: "Keyword", enumspb.INDEXED_VALUE_TYPE_INT: "Int"}
+	for name, typ := range embedded.SearchAttributes {
+		if !strings.Contains(cmd, "--name "+name+" --type "+types[typ]) {
+			t.Errorf("temporal-namespace does not register %s as %s: %s", name, types[typ], cmd)
+		}
 	}
 }

@@ -129,6 +129,9 @@ func startStatus(ctx context.Context, f statusFlags, d statusDeps) (*statusServe
 	}
 	cfg := status.Config{Registry: d.reg, Store: st, Lake: d.lake, LakeDescription: d.lakeName, Limiter: d.limiter,
 		OperatorToken: d.token, Location: loc, Logger: d.log}
+	if d.lake != nil {
+		cfg.Manifests = status.LakeManifests{Lake: d.lake}
+	}
 	if d.tc != nil {
 		t := status.Temporal{Client: d.tc, Namespace: d.namespace}
 		cfg.Schedules, cfg.Backfills = t, t

@@ -142,6 +142,24 @@ func run() error {
 		return err
 	}
 	fmt.Printf("refetch: %d ok, %d failed, pages %d and %d\n", rres.Succeeded, rres.Failed, rres.Results[0].Pages, rres.Results[1].Pages)
+	// A small backfill: yearly ECOS and FRED chunks, paused and resumed.
+	brun, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-backfill", TaskQueue: worker.DefaultTaskQueue}, workflows.BackfillName,
+		workflows.BackfillInput{From: "2019-01-01", To: "2021-12-31", Datasets: []string{"fred-dgs2", "ecos-731y001-0000001"}})
+	if err != nil {
+		return err
+	}
+	if err := tc.SignalWorkflow(ctx, "record-backfill", "", workflows.PauseSignal, nil); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	if err := tc.SignalWorkflow(ctx, "record-backfill", "", workflows.ResumeSignal, nil); err != nil {
+		return err
+	}
+	var bres workflows.BackfillProgress
+	if err := brun.Get(ctx, &bres); err != nil {
+		return err
+	}
+	fmt.Printf("backfill: %d chunks, %d ok, %d failed, state %s\n", bres.Counts.Total, bres.Counts.OK, bres.Counts.Failed, bres.State)
 	if err := events.NewRecorder(tc, worker.DefaultTaskQueue).Record(ctx, events.Event{Kind: events.KindBackoff, Scope: "fred/key", Message: "recorded for the replay test"}); err != nil {
 		return err
 	}
@@ -169,12 +187,14 @@ func run() error {
 		return err
 	}
 	for id, file := range map[string]string{
-		workflows.DailyWorkflowID(in.Date):      "daily-ingest-revisions.json",
-		ratelimit.WorkflowID("fred/key"):        "scope-limiter.json",
-		events.WorkflowID:                       "ops-events.json",
-		"record-refetch":                        "refetch.json",
-		tokenkeeper.WorkflowID(replayKeeperKey): "token-keeper.json",
-		scheduledID:                             "daily-scheduled.json",
+		workflows.DailyWorkflowID(in.Date): "daily-ingest-revisions.json",
+		ratelimit.WorkflowID("fred/key"):   "scope-limiter.json",
+		events.WorkflowID:                  "ops-events.json",
+		"record-refetch":                   "refetch.json",
+		"record-backfill":                  "backfill.json",
+		workflows.BackfillDatasetWorkflowID("record-backfill", "fred-dgs2"): "backfill-dataset.json",
+		tokenkeeper.WorkflowID(replayKeeperKey):                             "token-keeper.json",
+		scheduledID:                                                         "daily-scheduled.json",
 	} {
 		if err := save(ctx, tc, id, filepath.Join("workflows", "testdata", file)); err != nil {
 			return err
