@@ -263,7 +263,10 @@ func TestCommandsOverMutualTLS(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
+		// Its provider calls go to a closed loopback port: the batch
+		// started above must never reach a real provider.
 		_, err := runSluice(wctx, append([]string{"worker", "--data-dir", t.TempDir(), "--metrics-addr", "", "--log-level", "error",
+			"--base-url", "http://127.0.0.1:9",
 			"--codec-key-file", keyFile, "--token-store", "keeper"}, full...)...)
 		done <- err
 	}()
