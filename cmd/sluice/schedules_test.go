@@ -105,7 +105,9 @@ func TestDevSyncsSchedules(t *testing.T) {
 	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir} {
 		t.Setenv(env, "")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A bound, not a timing assertion: three embedded servers and 193
+	// watches under -race on a busy 2-core machine take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	args := []string{"dev", "--once", "--no-ingest", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
