@@ -105,7 +105,7 @@ func TestDevSyncsSchedules(t *testing.T) {
 	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir} {
 		t.Setenv(env, "")
 	}
-	// A bound, not a timing assertion: three embedded servers and 193
+	// A bound, not a timing assertion: embedded servers and 193
 	// watches under -race on a busy 2-core machine take minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

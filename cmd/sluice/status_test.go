@@ -62,7 +62,7 @@ func TestDevServesStatus(t *testing.T) {
 	cmd.SetErr(io.Discard)
 	cmd.SetArgs([]string{"dev", "--no-ingest", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
 		"--status-addr", "127.0.0.1:0", "--metrics-addr", "", "--log-level", "error"})
-	// A bound, not a timing assertion: three embedded servers and 193
+	// A bound, not a timing assertion: embedded servers and 193
 	// watches under -race on a busy 2-core machine take minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
