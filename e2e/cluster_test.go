@@ -63,6 +63,9 @@ type clusterOptions struct {
 	// workerArgs and workerEnv are added to every worker's command line
 	// and environment.
 	workerArgs, workerEnv []string
+	// temporal is the frontend host:port of a Temporal server of the
+	// test's own; "" for the shared one.
+	temporal string
 }
 
 // cluster is one test's Sluice: a namespace and task queue on the shared
@@ -82,6 +85,7 @@ type cluster struct {
 	workers  []*workerProc
 	regDir   string // --registry of the workers; "" for the default
 	scale    int    // the rate scale of the simulator and the workers
+	addr     string // the Temporal frontend's host:port
 }
 
 var clusterSeq atomic.Int64
@@ -91,7 +95,10 @@ var clusterSeq atomic.Int64
 func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	t.Helper()
 	env(t)
-	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, opts: opts, regDir: opts.registryDir, scale: rateScale}
+	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, opts: opts, regDir: opts.registryDir, scale: rateScale, addr: temporalAddr}
+	if opts.temporal != "" {
+		c.addr = opts.temporal
+	}
 	if opts.rateScale > 0 {
 		c.scale = opts.rateScale
 	}
@@ -104,7 +111,7 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	c.tq = "sluice-" + name
 	c.registerNamespace()
 
-	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Namespace: c.ns, Logger: quietLogger{}})
+	tc, err := client.Dial(client.Options{HostPort: c.addr, Namespace: c.ns, Logger: quietLogger{}})
 	if err != nil {
 		t.Fatalf("connecting to Temporal: %v", err)
 	}
@@ -156,7 +163,7 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 // answers.
 func (c *cluster) registerNamespace() {
 	c.t.Helper()
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: temporalAddr, Logger: quietLogger{}})
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: c.addr, Logger: quietLogger{}})
 	if err != nil {
 		c.t.Fatalf("connecting to Temporal: %v", err)
 	}
@@ -217,7 +224,7 @@ func (c *cluster) startWorker(n int) *workerProc {
 		dataDir = c.t.TempDir()
 	}
 	args := []string{"worker",
-		"--temporal", temporalAddr, "--namespace", c.ns, "--task-queue", c.tq,
+		"--temporal", c.addr, "--namespace", c.ns, "--task-queue", c.tq,
 		"--base-url", c.simURL, "--sim-credentials", "--rate-scale", strconv.Itoa(c.scale),
 		"--data-dir", dataDir, "--metrics-addr", metricsAddr, "--log-level", logLevel,
 	}

@@ -88,7 +88,7 @@ func (c *cluster) sluice(args ...string) string {
 }
 
 func (c *cluster) temporalArgs() []string {
-	return []string{"--temporal", temporalAddr, "--namespace", c.ns, "--task-queue", c.tq}
+	return []string{"--temporal", c.addr, "--namespace", c.ns, "--task-queue", c.tq}
 }
 
 // TestWatchOutage runs the watch of four datasets on a worker process: the

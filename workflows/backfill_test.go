@@ -462,8 +462,9 @@ func TestBackfillCancel(t *testing.T) {
 // TestBackfillContinueAsNewKeepsProgress: with small per-run bounds the
 // dataset workflows continue as new many times; every chunk is still
 // fetched once and the counts survive. (The parent's continue-as-new is
-// not exercised here: the test environment stops the grandchildren of a
-// child that continues as new.)
+// not exercised here: the grandchildren of a child that continues as new
+// fail in the test environment; e2e's TestBackfillParentContinuesAsNew
+// runs it on the real server.)
 func TestBackfillContinueAsNewKeepsProgress(t *testing.T) {
 	defer workflows.SetBackfillBounds(5, 60, 1_000_000)()
 	h := newBackfillHarness(t, nil)
