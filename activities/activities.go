@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
@@ -49,6 +50,10 @@ type Config struct {
 	// RateScale is the rate scale the gate runs at (--rate-scale): the
 	// watch's clock runs at it too (watch.Config.Scaled); ≤ 0 means 1.
 	RateScale float64
+	// Events receives the operational events the activities report
+	// themselves (a KIS token issued: events.KindTokenRefreshed); nil:
+	// they are only logged by the connector.
+	Events *events.Emitter
 }
 
 // Activities are the activity methods, holding their clients. Safe for
@@ -58,6 +63,28 @@ type Activities struct {
 	log        *slog.Logger
 	connectors map[string]connector.Connector
 	now        func() time.Time // the watch's clock; nil: time.Now
+}
+
+// tokenIssued returns the hook that records a newly issued token as a
+// token.refreshed event: the provider, when, the expiry and why, never
+// the token nor the key it was issued for.
+func tokenIssued(em *events.Emitter) func(context.Context, connector.TokenIssue) {
+	if em == nil {
+		return nil
+	}
+	return func(ctx context.Context, t connector.TokenIssue) {
+		em.Emit(ctx, events.Event{
+			Kind:     events.KindTokenRefreshed,
+			At:       t.IssuedAt.UTC(),
+			Provider: t.Provider,
+			Message:  fmt.Sprintf("a new %s access token was issued, valid until %s", t.Provider, t.ExpiresAt.UTC().Format(time.RFC3339)),
+			Attrs: map[string]string{
+				"issued_at":  t.IssuedAt.UTC().Format(time.RFC3339),
+				"expires_at": t.ExpiresAt.UTC().Format(time.RFC3339),
+				"reason":     t.Reason,
+			},
+		})
+	}
 }
 
 // New builds the activities and a connector per provider.
@@ -84,6 +111,7 @@ func New(cfg Config) (*Activities, error) {
 			Logger:      a.log,
 			Gate:        probeGate(cfg.Gate.Wait),
 			Observe:     cfg.Gate.Observe,
+			TokenIssued: tokenIssued(cfg.Events),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating activities: %w", err)

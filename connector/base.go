@@ -43,6 +43,7 @@ type Base struct {
 	now      func() time.Time
 	gate     func(context.Context, Call) (Permit, error)
 	observe  func(context.Context, Observation)
+	issued   func(context.Context, TokenIssue)
 	creds    Credentials
 	secrets  *Secrets
 	stall    time.Duration
@@ -72,6 +73,7 @@ func NewBase(p *registry.Provider, opts Options) (*Base, error) {
 		now:      opts.Now,
 		gate:     opts.Gate,
 		observe:  opts.Observe,
+		issued:   opts.TokenIssued,
 		creds:    opts.Credentials,
 		secrets:  &Secrets{},
 		stall:    opts.StallTimeout,
@@ -124,6 +126,13 @@ func (b *Base) Today() time.Time { return CivilDate(b.now().In(b.Location())) }
 
 // Logger returns the connector's redacting logger.
 func (b *Base) Logger() *slog.Logger { return b.log }
+
+// TokenIssued reports a newly issued token to Options.TokenIssued, if set.
+func (b *Base) TokenIssued(ctx context.Context, t TokenIssue) {
+	if b.issued != nil {
+		b.issued(ctx, t)
+	}
+}
 
 // Secrets returns the set of secrets the connector redacts.
 func (b *Base) Secrets() *Secrets { return b.secrets }

@@ -135,6 +135,10 @@ type Options struct {
 	// call before anything is sent (a connection held for it is closed)
 	// and is returned wrapped. nil: no wait.
 	Gate func(ctx context.Context, call Call) (Permit, error)
+	// TokenIssued is called when the connector has been issued a new
+	// access token (KIS), after it is stored; it is told the provider and
+	// the token's times, never the token. nil: only logged.
+	TokenIssued func(ctx context.Context, t TokenIssue)
 	// Observe is called after every response (or transport failure) with
 	// what the call's outcome says (the HTTP status, the classified error,
 	// provider signals such as UPBIT's Remaining-Req), so the limiter can

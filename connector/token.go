@@ -68,3 +68,16 @@ type TokenStore interface {
 	// done.
 	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
 }
+
+// TokenIssue is what a connector tells Options.TokenIssued about a token
+// it was issued: the provider and the token's times. It holds no token,
+// key or secret, so it may be logged and recorded anywhere.
+type TokenIssue struct {
+	Provider  string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	// Reason says why a token was asked for: "none" (none was stored),
+	// "expiring" (the stored one was within its refresh window or past
+	// its expiry) or "rejected" (the gateway refused the stored one).
+	Reason string
+}

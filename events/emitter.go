@@ -31,7 +31,11 @@ func (em *Emitter) Emit(ctx context.Context, e Event) {
 	if em == nil {
 		return
 	}
-	em.log.Warn(e.Kind, "scope", e.Scope, "provider", e.Provider, "dataset", e.Dataset, "msg", e.Message)
+	level := slog.LevelWarn
+	if e.Kind == KindTokenRefreshed {
+		level = slog.LevelInfo // routine, not a warning
+	}
+	em.log.Log(ctx, level, e.Kind, "scope", e.Scope, "provider", e.Provider, "dataset", e.Dataset, "msg", e.Message)
 	em.metrics.Event(e.Kind)
 	if err := em.recorder.Record(ctx, e); err != nil {
 		em.log.Error("recording event", "kind", e.Kind, "err", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 )
 
@@ -95,9 +96,15 @@ func (r *Recorder) Record(ctx context.Context, e Event) error {
 	return errors.Join(errs...)
 }
 
-// List returns the recorded events, oldest first.
+// List returns the recorded events, oldest first. Before the first event
+// the events workflow does not exist: that is no events (an empty list and
+// no error), not a failure.
 func List(ctx context.Context, tc client.Client) ([]Event, error) {
 	v, err := tc.QueryWorkflow(ctx, WorkflowID, "", Query)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("querying events: %w", err)
 	}

@@ -141,9 +141,10 @@ func Start(opts Options) (*Worker, error) {
 	if opts.Watch != nil {
 		recorder.Also(func(ctx context.Context, e events.Event) error { return opts.Watch.AddEvents(ctx, watch.Event(e)) })
 	}
+	emitter := events.NewEmitter(recorder, m, opts.Logger)
 	gate, err := ratelimit.NewGate(ratelimit.GateOptions{
 		Registry: opts.Registry, Client: lim, RateScale: opts.RateScale, Tolerance: opts.Tolerance, MaxQuotaWait: opts.MaxQuotaWait,
-		Events: events.NewEmitter(recorder, m, opts.Logger), Metrics: m, Logger: opts.Logger,
+		Events: emitter, Metrics: m, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
@@ -151,7 +152,7 @@ func Start(opts Options) (*Worker, error) {
 	acts, err := activities.New(activities.Config{
 		Registry: opts.Registry, Sink: opts.Sink, Gate: gate, Metrics: m, Logger: opts.Logger,
 		BaseURLs: opts.BaseURLs, Credentials: opts.Credentials, TokenStore: opts.TokenStore,
-		Watch: opts.Watch, RateScale: opts.RateScale,
+		Watch: opts.Watch, RateScale: opts.RateScale, Events: emitter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)

@@ -30,6 +30,10 @@ func newEventsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if len(evs) == 0 {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), "no events recorded yet")
+				return err
+			}
 			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(t, "AT\tKIND\tSCOPE\tDATASET\tMESSAGE\tDETAILS")
 			for _, e := range evs {

@@ -244,11 +244,11 @@ func TestCommandsOverMutualTLS(t *testing.T) {
 		}
 		ccancel()
 	}
-	// No event was recorded yet: events reaches the server and is told
-	// so (it is not a connection error).
+	// No event was recorded yet (the events workflow does not exist):
+	// events reaches the server and says so, exit 0.
 	out, err := runSluice(ctx, append([]string{"events"}, full...)...)
-	if err != nil && !strings.Contains(err.Error(), "workflow not found") {
-		t.Fatalf("events over mutual TLS: %v\n%s", err, out)
+	if err != nil || !strings.Contains(out, "no events recorded yet") {
+		t.Fatalf("events over mutual TLS, before the first event: %v\n%s", err, out)
 	}
 	out, err = runSluice(ctx, append([]string{"ingest", "--date", "2026-01-02", "--detach"}, full...)...)
 	if err != nil || !strings.Contains(out, "workflow daily-2026-01-02") {
@@ -337,5 +337,53 @@ func TestEveryCommandConnectsThroughTheBinder(t *testing.T) {
 		if loc := dial.FindIndex(src); loc != nil {
 			t.Errorf("%s dials Temporal itself (%s): use temporalFlags.dial or dialQuiet", f, src[loc[0]:loc[1]])
 		}
+	}
+}
+
+// TestReadmeListsEveryBinderUser: the README's TLS section names every
+// command that binds temporalFlags (has --temporal), and no other.
+func TestReadmeListsEveryBinderUser(t *testing.T) {
+	clearTemporalEnv(t)
+	want := map[string]bool{}
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		if c.Flags().Lookup("temporal") != nil {
+			want[strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")] = true
+		}
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCmd())
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "### Connecting to Temporal: TLS, mutual TLS, Temporal Cloud"
+	_, section, ok := strings.Cut(string(readme), heading)
+	if !ok {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	intro, _, ok := strings.Cut(section, "takes the same flags")
+	if !ok {
+		t.Fatalf("README.md's section %q does not say which commands take the flags", heading)
+	}
+	got := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z][a-z -]*)`").FindAllStringSubmatch(intro, -1) {
+		name, _, _ := strings.Cut(m[1], " --") // `lake verify --repair`
+		got[strings.TrimSpace(name)] = true
+	}
+	for c := range want {
+		if !got[c] {
+			t.Errorf("README.md's TLS section does not list `%s`, which connects to Temporal", c)
+		}
+	}
+	for c := range got {
+		if !want[c] {
+			t.Errorf("README.md's TLS section lists `%s`, which has no --temporal flag", c)
+		}
+	}
+	if len(want) < 3 {
+		t.Errorf("only %d commands connect to Temporal: the check checked nothing", len(want))
 	}
 }

@@ -570,3 +570,47 @@ func TestTokenKey(t *testing.T) {
 		t.Error("the key is an unkeyed hash of the app key")
 	}
 }
+
+// TestTokenIssuedIsReported: Options.TokenIssued hears of every token the
+// connector was issued (provider, times, why) and of no token it reused,
+// from memory or from the store.
+func TestTokenIssuedIsReported(t *testing.T) {
+	e := setup(t)
+	var mu sync.Mutex
+	var got []connector.TokenIssue
+	hook := func(o *connector.Options) {
+		o.TokenIssued = func(_ context.Context, ti connector.TokenIssue) {
+			mu.Lock()
+			got = append(got, ti)
+			mu.Unlock()
+		}
+	}
+	c := e.connector(t, hook)
+	for range 2 {
+		if _, _, err := fetchBody(t, c, e.request()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another process over the same store reuses the stored token.
+	if _, _, err := fetchBody(t, e.connector(t, hook), e.request()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0].Provider != "kis" || !got[0].IssuedAt.Equal(t0) || !got[0].ExpiresAt.After(t0) || got[0].Reason != "none" {
+		t.Fatalf("after one issue and two reuses: %+v", got)
+	}
+	first := got[0].ExpiresAt
+	mu.Unlock()
+	e.advance(first.Sub(t0) - 59*time.Minute) // within the refresh window
+	if _, _, err := fetchBody(t, c, e.request()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if tokens, _ := e.fake.counts(); tokens != 2 || len(got) != 2 {
+		t.Fatalf("%d tokens issued, %d reported: %+v", tokens, len(got), got)
+	}
+	if got[1].Reason != "expiring" || !got[1].IssuedAt.Equal(e.clk.Now()) || !got[1].ExpiresAt.After(first) {
+		t.Errorf("the refresh reported as %+v", got[1])
+	}
+}

@@ -84,6 +84,7 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 		return st.AccessToken, false, nil
 	}
 	var out connector.Token
+	var reason string
 	err = c.store.WithLock(ctx, key, func(ctx context.Context) error {
 		st, ok, err := c.store.Load(ctx, key)
 		if err != nil {
@@ -127,6 +128,13 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 		}
 		log.Info("issued kis token", "expires_at", issued.ExpiresAt)
 		out, fresh = issued, true
+		reason = "none"
+		switch {
+		case ok && st.AccessToken != "" && st.AccessToken == rejected:
+			reason = "rejected"
+		case ok && st.AccessToken != "":
+			reason = "expiring"
+		}
 		return nil
 	})
 	if err != nil {
@@ -137,6 +145,10 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 		return "", false, fmt.Errorf("getting kis token: %w", err)
 	}
 	c.remember(out)
+	if fresh {
+		c.base.TokenIssued(ctx, connector.TokenIssue{Provider: c.base.Provider().ID,
+			IssuedAt: out.IssuedAt, ExpiresAt: out.ExpiresAt, Reason: reason})
+	}
 	return out.AccessToken, fresh, nil
 }
 
