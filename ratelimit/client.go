@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/connector"
 )
 
 // ErrLate means a permit's send window passed before the caller could use
@@ -27,6 +30,9 @@ type QuotaError struct {
 
 // Error says which scope's quota is spent and until when.
 func (e *QuotaError) Error() string {
+	if e.Backfill {
+		return fmt.Sprintf("scope %s: the backfill share of the daily quota (%d calls after the reserved daily demand) is spent until %s", e.Scope, e.Quota, e.ResetAt.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("scope %s: daily quota of %d calls exhausted until %s", e.Scope, e.Quota, e.ResetAt.Format(time.RFC3339))
 }
 
@@ -108,6 +114,7 @@ type Client struct {
 	taskQueue string
 	caller    string
 	log       *slog.Logger
+	fit       bool
 
 	mu     sync.Mutex
 	scopes map[string]*batcher
@@ -124,12 +131,21 @@ type ClientStats struct {
 	LateBatch  int64         // batches discarded because the round trip exceeded the tolerance
 	Recoveries int64         // recover updates sent
 	MaxRTT     time.Duration // slowest acquire round trip
+	// Tolerance is the tolerance the last acquire asked with (fitted to
+	// the round trips, or widened).
+	Tolerance time.Duration
 }
 
 // ClientOptions configure a Client.
 type ClientOptions struct {
 	TaskQueue string // where limiter workflows run
 	Logger    *slog.Logger
+	// FitTolerance fits the tolerance to the acquire round trips (see
+	// batcher.tolerance) instead of using the configured one: long runs
+	// come nearer the declared rate, at the cost of the room the fixed
+	// tolerance leaves for jitter after the send (measured: a rejection
+	// under a load average of 19 on 2 cores). Off by default.
+	FitTolerance bool
 }
 
 // NewClient returns a limiter client over a Temporal client.
@@ -140,7 +156,7 @@ func NewClient(tc client.Client, opts ClientOptions) *Client {
 	}
 	host, _ := os.Hostname()
 	return &Client{
-		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{},
+		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{}, fit: opts.FitTolerance,
 		caller: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
 	}
 }
@@ -170,6 +186,9 @@ type AcquireOptions struct {
 	// Delay asks for a permit no earlier than Delay from now (aligning
 	// the permits of several scopes).
 	Delay time.Duration
+	// Priority is the call's class: daily callers (the zero value) are
+	// served before backfill callers, in this process and at the limiter.
+	Priority connector.Priority
 }
 
 type waiter struct {
@@ -195,6 +214,11 @@ type batcher struct {
 	// when set, is the tolerance widened to the round trips observed.
 	late int
 	tol  time.Duration
+	// rtts are the latest acquire round trips, for the fitted tolerance;
+	// rules are the ledger rules of the limiter's last answer.
+	rtts  []time.Duration
+	rules int
+	fit   bool // ClientOptions.FitTolerance
 	// recoverMu serializes this process's recoveries of the scope (the
 	// batcher and Warm may both find the limiter recovering);
 	// recoverFailures counts failed attempts to read the last run's state.
@@ -237,7 +261,7 @@ func (c *Client) Acquire(ctx context.Context, scopeID string, lim Limits, opts A
 func (c *Client) batcher(scopeID string) *batcher {
 	b := c.scopes[scopeID]
 	if b == nil {
-		b = &batcher{scope: scopeID}
+		b = &batcher{scope: scopeID, fit: c.fit}
 		c.scopes[scopeID] = b
 	}
 	return b
@@ -257,11 +281,18 @@ func (c *Client) Release(permits ...Permit) {
 	}
 }
 
-// take removes from the pending waiters the next batch: live waiters with
-// the same Delay as the first, at most MaxBatch.
+// take removes from the pending waiters the next batch: the live waiters
+// of the first daily waiter's class and Delay (the first waiter's when no
+// daily one waits), at most MaxBatch.
 func (c *Client) take(b *batcher) []*waiter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var lead *waiter
+	for _, w := range b.pending {
+		if w.ctx.Err() == nil && (lead == nil || lead.opts.Priority != connector.PriorityDaily && w.opts.Priority == connector.PriorityDaily) {
+			lead = w
+		}
+	}
 	var batch []*waiter
 	rest := b.pending[:0]
 	for _, w := range b.pending {
@@ -270,7 +301,7 @@ func (c *Client) take(b *batcher) []*waiter {
 			// Gone: its caller already returned (this ends the goroutine
 			// that waits to give back a late permit).
 			w.res <- result{err: w.ctx.Err()}
-		case len(batch) < MaxBatch && (len(batch) == 0 || w.opts.Delay == batch[0].opts.Delay):
+		case len(batch) < MaxBatch && w.opts.Delay == lead.opts.Delay && w.opts.Priority == lead.opts.Priority:
 			batch = append(batch, w)
 		default:
 			rest = append(rest, w)
@@ -283,69 +314,152 @@ func (c *Client) take(b *batcher) []*waiter {
 	return batch
 }
 
+// Fitting the tolerance to the round trips (RulesPriority only: such a
+// limiter keeps each grant's own tolerance, so lowering it is safe).
+const (
+	// MinTolerance is the least tolerance a client fits to its round trips.
+	MinTolerance = 15 * time.Millisecond
+	// rttSamples is how many recent round trips the fit looks at, and
+	// the fewest it needs.
+	rttSamples    = 32
+	rttMinSamples = 8
+	// wakeMargin is what the fit keeps for the caller to wake up and send
+	// after its permit's time.
+	wakeMargin = 3 * time.Millisecond
+)
+
+// tolerance is the tolerance the batcher asks with, given the callers'
+// configured one (--limiter-tolerance).
+//
+// With ClientOptions.FitTolerance, once the limiter follows RulesPriority
+// (each grant keeps its own
+// tolerance, so a tolerance may shrink safely), it is fitted to the recent
+// round trips: 1.5 × their 75th percentile plus wakeMargin — at least
+// MinTolerance (or the configured one, if lower), at most the configured
+// one while the round trips allow it, and above it (up to 2 s) while they
+// are slower; it follows them back down. An answer slower than the
+// tolerance is released and asked for again at once; since a long run's
+// slots lie up to MaxAhead ahead, the same slots come back, so a late
+// answer costs an update, not throughput. A smaller tolerance spaces the
+// windows closer (a window of L costs L + τ), and the permit's deadline
+// shrinks with it, so every call is still sent within [grant, grant + τ].
+//
+// Otherwise (and with a legacy limiter) it is the configured tolerance,
+// widened for good to slow round trips (lateAnswer).
+func (b *batcher) tolerance(configured time.Duration) time.Duration {
+	if !b.fit || b.rules < RulesPriority || len(b.rtts) < rttMinSamples {
+		return max(configured, b.tol)
+	}
+	sorted := slices.Sorted(slices.Values(b.rtts))
+	p75 := sorted[len(sorted)*3/4]
+	fit := p75 + p75/2 + wakeMargin
+	if fit > configured {
+		return min(fit, maxTolerance)
+	}
+	return max(fit, min(MinTolerance, configured))
+}
+
+func (b *batcher) observe(rtt time.Duration) {
+	b.rtts = append(b.rtts, rtt)
+	if len(b.rtts) > rttSamples {
+		b.rtts = b.rtts[len(b.rtts)-rttSamples:]
+	}
+}
+
 // run serves a scope's pending waiters, one acquire update at a time.
 func (c *Client) run(b *batcher) {
-	backoff := 50 * time.Millisecond
+	backoff := initialBackoff
 	for {
 		batch := c.take(b)
 		if len(batch) == 0 {
 			return
 		}
-		lim, maxWait := batch[0].limits, batch[0].opts.MaxWait
-		for _, w := range batch[1:] {
-			lim = Stricter(lim, w.limits)
-			maxWait = min(maxWait, w.opts.MaxWait)
-		}
-		lim.Tolerance = max(lim.Tolerance, b.tol)
-		c.mu.Lock()
-		release := b.release
-		b.release = nil
-		c.mu.Unlock()
-		req := AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-			Release: release, Caller: c.caller}
+		req, configured := c.request(b, batch)
 		sent := time.Now()
-		resp, err := c.acquire(b.scope, lim, req)
+		resp, err := c.acquire(b.scope, req.Limits, req)
 		received := time.Now()
 		rtt := received.Sub(sent)
-		c.count(func(s *ClientStats) { s.Updates++; s.MaxRTT = max(s.MaxRTT, rtt) })
+		c.count(func(s *ClientStats) { s.Updates++; s.MaxRTT = max(s.MaxRTT, rtt); s.Tolerance = req.Limits.Tolerance })
 		if err != nil || resp.Recover {
-			// Whether the update was applied is unknown (or the limiter
-			// ignored it while recovering): the releases go again, which
-			// is harmless — they name grant ids.
-			c.unrelease(b, release)
-			c.requeue(b, batch)
-			if err == nil {
-				err = c.recoverScope(b, resp.RunID)
-			}
-			if err != nil {
-				c.log.Warn("limiter update failed; retrying", "scope", b.scope, "err", err, "backoff", backoff)
-				time.Sleep(backoff)
-				backoff = min(2*backoff, 5*time.Second)
-			}
+			backoff = c.retry(b, batch, req.Release, resp, err, backoff)
 			continue
 		}
-		backoff = 50 * time.Millisecond
-		c.count(func(s *ClientStats) { s.Released += int64(len(release)) })
-		if rtt > lim.Tolerance && len(resp.Grants) > 0 {
-			c.lateAnswer(b, rtt, lim, resp)
-			c.requeue(b, batch)
-			continue
+		backoff = initialBackoff
+		c.count(func(s *ClientStats) { s.Released += int64(len(req.Release)) })
+		c.answer(b, batch, req, configured, resp, received, rtt)
+	}
+}
+
+const initialBackoff = 50 * time.Millisecond
+
+// request builds the acquire update for a batch: the stricter of the
+// waiters' limits at the batcher's tolerance, the shortest maximum wait,
+// and the grants to give back. It also returns the waiters' configured
+// tolerance.
+func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Duration) {
+	lim, maxWait := batch[0].limits, batch[0].opts.MaxWait
+	for _, w := range batch[1:] {
+		lim = Stricter(lim, w.limits)
+		maxWait = min(maxWait, w.opts.MaxWait)
+	}
+	configured := lim.Tolerance
+	c.mu.Lock()
+	lim.Tolerance = b.tolerance(configured)
+	release := b.release
+	b.release = nil
+	c.mu.Unlock()
+	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority}, configured
+}
+
+// retry puts a batch back after a failed update, or one the limiter
+// ignored while recovering (whose state it then recovers), and returns the
+// next backoff.
+func (c *Client) retry(b *batcher, batch []*waiter, release []uint64, resp AcquireResponse, err error, backoff time.Duration) time.Duration {
+	// Whether the update was applied is unknown (or the limiter ignored
+	// it while recovering): the releases go again, which is harmless —
+	// they name grant ids.
+	c.unrelease(b, release)
+	c.requeue(b, batch)
+	if err == nil {
+		err = c.recoverScope(b, resp.RunID)
+	}
+	if err == nil {
+		return backoff
+	}
+	c.log.Warn("limiter update failed; retrying", "scope", b.scope, "err", err, "backoff", backoff)
+	time.Sleep(backoff)
+	return min(2*backoff, 5*time.Second)
+}
+
+// answer hands out a limiter's answer: grants that arrived too late go
+// back, a slot more than a minute away fails the batch with a *WaitError,
+// and the rest is delivered; callers held back wait here for RetryIn.
+func (c *Client) answer(b *batcher, batch []*waiter, req AcquireRequest, configured time.Duration, resp AcquireResponse, received time.Time, rtt time.Duration) {
+	tol := req.Limits.Tolerance
+	c.mu.Lock()
+	b.rules = resp.Rules
+	b.observe(rtt)
+	c.mu.Unlock()
+	if rtt > tol && len(resp.Grants) > 0 {
+		c.lateAnswer(b, rtt, tol, configured, resp)
+		c.requeue(b, batch)
+		return
+	}
+	if rtt <= tol {
+		b.late = 0
+	}
+	if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > longWait {
+		for _, w := range batch {
+			w.res <- result{err: &WaitError{Scope: b.scope, Wait: resp.RetryIn}}
 		}
-		if rtt <= lim.Tolerance {
-			b.late = 0
-		}
-		if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > longWait {
-			for _, w := range batch {
-				w.res <- result{err: &WaitError{Scope: b.scope, Wait: resp.RetryIn}}
-			}
-			continue
-		}
-		c.deliver(b, batch, resp, received, lim.Tolerance-rtt)
-		if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > 0 {
-			// No slot within MaxAhead: the waiters wait here, not in the
-			// ledger.
-			time.Sleep(min(resp.RetryIn, 30*time.Second))
-		}
+		return
+	}
+	c.deliver(b, batch, resp, received, tol-rtt)
+	if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > 0 {
+		// No slot within MaxAhead, or a backfill yielding to daily
+		// callers: the waiters wait here, not in the ledger.
+		time.Sleep(min(resp.RetryIn, 30*time.Second))
 	}
 }
 
@@ -354,16 +468,22 @@ func (c *Client) run(b *batcher) {
 // Round trips this slow, again and again, would never yield a usable
 // grant: after three, the process widens its tolerance to twice the round
 // trip (grants are spaced further apart, never closer).
-func (c *Client) lateAnswer(b *batcher, rtt time.Duration, lim Limits, resp AcquireResponse) {
-	b.late++
+// A round trip slower than a fitted tolerance only raises the fit (it is
+// among the recent round trips); widening is for the configured one.
+func (c *Client) lateAnswer(b *batcher, rtt, tol, configured time.Duration, resp AcquireResponse) {
+	if rtt > configured {
+		b.late++
+	}
 	if b.late >= 3 && b.tol < maxTolerance {
+		c.mu.Lock()
 		b.tol = min(2*rtt, maxTolerance)
+		c.mu.Unlock()
 		c.log.Warn("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
-			"rtt", rtt, "tolerance", lim.Tolerance, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
+			"rtt", rtt, "tolerance", configured, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
 		b.late = 0
 	}
 	c.count(func(s *ClientStats) { s.LateBatch++ })
-	c.log.Debug("limiter answer slower than tolerance; releasing its grants and asking again", "scope", b.scope, "rtt", rtt, "tolerance", lim.Tolerance)
+	c.log.Debug("limiter answer slower than tolerance; releasing its grants and asking again", "scope", b.scope, "rtt", rtt, "tolerance", tol)
 	ids := make([]uint64, len(resp.Grants))
 	for i, g := range resp.Grants {
 		ids[i] = g.ID

@@ -93,6 +93,11 @@ func NewGate(o GateOptions) (*Gate, error) {
 		if s.Limit.MinInterval > 0 && lim.MinInterval <= 0 {
 			return nil, fmt.Errorf("creating rate-limit gate: scope %s: min interval %s vanishes at rate scale %g", s.ID, s.Limit.MinInterval, o.RateScale)
 		}
+		if lim.DailyQuota > 0 {
+			// Backfills get what the day's scheduled ingests and probes
+			// (with their headroom) leave of the quota.
+			lim.Reserved = min(s.Demand(o.Registry.Defaults.ProbeHeadroom).Total, lim.DailyQuota)
+		}
 		g.limits[s.ID] = lim
 	}
 	return g, nil
@@ -167,7 +172,7 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	stop := keepAlive(ctx)
 	defer stop()
 	start := time.Now()
-	permits, err := g.hold(ctx, scopes)
+	permits, err := g.hold(ctx, scopes, call.Priority)
 	if err != nil {
 		var q *QuotaError
 		if errors.As(err, &q) {
@@ -213,12 +218,12 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 // than it, and gives back the ones replaced (by grant id: the slots go to
 // other callers). A permit that expired while waiting is given back and
 // asked for again. With one scope this is acquire, wait, send.
-func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance) ([]Permit, error) {
+func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio connector.Priority) ([]Permit, error) {
 	held := make([]Permit, len(scopes))
 	have := make([]bool, len(scopes))
 	var delay time.Duration
 	for round := 0; round < maxAlign; round++ {
-		if err := g.acquireMissing(ctx, scopes, held, have, delay); err != nil {
+		if err := g.acquireMissing(ctx, scopes, held, have, delay, prio); err != nil {
 			g.client.Release(heldOnly(held, have)...)
 			return nil, err
 		}
@@ -260,7 +265,7 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance) ([]Pe
 }
 
 // acquireMissing asks every scope without a held permit for one, at once.
-func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInstance, held []Permit, have []bool, delay time.Duration) error {
+func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInstance, held []Permit, have []bool, delay time.Duration, prio connector.Priority) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(scopes))
 	for i, s := range scopes {
@@ -270,7 +275,7 @@ func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInsta
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: delay})
+			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: delay, Priority: prio})
 			if err != nil {
 				var q *QuotaError
 				var w *WaitError

@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"slices"
 	"time"
+
+	"github.com/sluicehq/sluice/connector"
 )
 
 // Ledger constants.
@@ -27,6 +29,28 @@ const (
 	// slack keeps a call out of a window whether the provider counts it
 	// closed or half-open.
 	slack = time.Millisecond
+	// waitLease is how long a daily caller left waiting counts as waiting
+	// after the time it was told to ask again: longer than a round trip to
+	// the limiter (the client asks again at once), short enough that a
+	// caller that went away holds backfills back for a few seconds only.
+	waitLease = MaxAhead + maxTolerance
+	// yieldPoll is when a backfill held back by waiting daily callers asks
+	// again.
+	yieldPoll = 100 * time.Millisecond
+)
+
+// Ledger rules. A limiter run records the rules it follows
+// (workflow.GetVersion), so that a run started before a rule changed keeps
+// answering as it did when its history is replayed.
+const (
+	// RulesLegacy: one tolerance for all (the effective one), no
+	// priorities, no backfill share.
+	RulesLegacy = 0
+	// RulesPriority: each grant keeps the latest moment it may be sent
+	// (its caller's tolerance), daily calls are served before backfill
+	// calls, and backfills use only the quota the day's reserved demand
+	// leaves.
+	RulesPriority = 1
 )
 
 // Grant is one call the ledger allowed: its id (unique within the scope's
@@ -35,6 +59,21 @@ const (
 type Grant struct {
 	ID uint64    `json:"id"`
 	At time.Time `json:"at"`
+	// Late (RulesPriority) is the latest moment this grant or any earlier
+	// one may be sent: the running maximum of grant + its caller's
+	// tolerance. Zero in grants of the legacy rules: At plus the effective
+	// tolerance then.
+	Late time.Time `json:"late,omitempty"`
+	// Backfill says the grant counts against the day's backfill share.
+	Backfill bool `json:"backfill,omitempty"`
+}
+
+// Waiting is a daily caller that was left waiting by its last answer (the
+// horizon, MaxAhead): until Until, backfill calls of the scope get
+// nothing.
+type Waiting struct {
+	Caller string    `json:"caller"`
+	Until  time.Time `json:"until"`
 }
 
 // DayCount is the number of grants counted against one provider-local
@@ -42,6 +81,8 @@ type Grant struct {
 type DayCount struct {
 	Day   string `json:"day"` // YYYY-MM-DD in the quota's timezone
 	Count int    `json:"count"`
+	// Backfill is how many of Count are backfill grants.
+	Backfill int `json:"backfill,omitempty"`
 }
 
 // Ledger is the deterministic state of one scope instance's limiter: the
@@ -60,6 +101,9 @@ type Ledger struct {
 	// Days counts grants per provider-local day, for the daily quota: the
 	// current day and any later day a grant was given for.
 	Days []DayCount `json:"days,omitempty"`
+	// Waiting are the daily callers waiting for a slot (RulesPriority),
+	// sorted by caller.
+	Waiting []Waiting `json:"waiting,omitempty"`
 
 	// Backoff (AIMD). Factor multiplies every rate while backing off (0
 	// means 1); it was set at ChangedAt and grows by AdditiveIncrease per
@@ -109,6 +153,9 @@ func (l *Ledger) Upgrade() {
 type QuotaExhausted struct {
 	ResetAt time.Time `json:"reset_at"`
 	Quota   int       `json:"quota"`
+	// Backfill says the day's backfill share (Quota: the quota less the
+	// reserved daily demand) is spent, not the quota itself.
+	Backfill bool `json:"backfill,omitempty"`
 }
 
 // Ask is one request for grants.
@@ -127,6 +174,18 @@ type Ask struct {
 	// Delay holds every grant back until now+Delay (a caller aligning the
 	// permits of several scopes).
 	Delay time.Duration
+	// Rules are the ledger rules to follow (RulesLegacy, RulesPriority).
+	// Under RulesLegacy, Priority, Caller and Tolerance are ignored.
+	Rules int
+	// Priority is the class of the calls asked for: a backfill ask gets
+	// nothing while a daily caller waits, and only the day's backfill
+	// share of the quota (DailyQuota − Reserved).
+	Priority connector.Priority
+	// Caller identifies the asking client, for the waiting daily callers.
+	Caller string
+	// Tolerance is how late after its grant the caller may send (0:
+	// lim.Tolerance); the ledger spaces later grants from it.
+	Tolerance time.Duration
 }
 
 // Answer is what Reserve grants.
@@ -138,15 +197,107 @@ type Answer struct {
 	// Quota is set when the daily quota leaves no room within MaxWait.
 	Quota *QuotaExhausted
 	// RetryIn is set when no grant was given because the next slot lies
-	// more than MaxAhead ahead: ask again after it.
+	// more than MaxAhead ahead, or a backfill yielded to daily callers:
+	// ask again after it.
 	RetryIn time.Duration
+	// Yielded says a backfill ask got nothing because daily callers wait.
+	Yielded bool
 }
 
 // Reserve grants up to ask.N calls at or after now and returns them.
 // Grants are spaced so that calls sent anywhere within
 // [grant, grant+lim.Tolerance] keep every window and the minimum interval.
+//
+// Under RulesPriority, a backfill ask gets no grant while a daily caller of
+// the scope waits (it is told to ask again shortly), and none beyond the
+// day's backfill share: it gets QuotaExhausted with the provider-local
+// midnight instead. A daily ask that leaves callers waiting records its
+// caller as waiting; one that leaves none clears it.
 func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
+	if ask.Rules < RulesPriority {
+		return l.reserve(now, lim, ask)
+	}
+	l.Waiting = slices.DeleteFunc(l.Waiting, func(w Waiting) bool { return !w.Until.After(now) })
+	backfill := ask.Priority == connector.PriorityBackfill
+	if backfill && len(l.Waiting) > 0 {
+		return Answer{RetryIn: yieldPoll, Yielded: true}
+	}
+	ans := l.reserve(now, lim, ask)
+	if !backfill {
+		l.setWaiting(ask.Caller, now, ask.N, ans)
+	}
+	return ans
+}
+
+// setWaiting records a daily caller whose answer left some of its calls
+// waiting, or clears it.
+func (l *Ledger) setWaiting(caller string, now time.Time, asked int, ans Answer) {
+	i, found := slices.BinarySearchFunc(l.Waiting, caller, func(w Waiting, c string) int {
+		switch {
+		case w.Caller < c:
+			return -1
+		case w.Caller > c:
+			return 1
+		}
+		return 0
+	})
+	if len(ans.Grants) >= asked || ans.Quota != nil {
+		if found {
+			l.Waiting = slices.Delete(l.Waiting, i, i+1)
+		}
+		return
+	}
+	w := Waiting{Caller: caller, Until: now.Add(ans.RetryIn + waitLease).UTC()}
+	if found {
+		l.Waiting[i] = w
+	} else {
+		l.Waiting = slices.Insert(l.Waiting, i, w)
+	}
+}
+
+// StampLate gives every grant of the log without a latest send moment
+// (given under the legacy rules, by a run before) At plus the tolerance
+// then in force, as a running maximum, so that callers may lower their
+// tolerance under RulesPriority without those grants' slack being
+// forgotten.
+func (l *Ledger) StampLate(lim Limits) {
+	var prev time.Time
+	for i := range l.Grants {
+		g := &l.Grants[i]
+		if g.Late.IsZero() {
+			g.Late = g.At.Add(lim.Tolerance).UTC()
+		}
+		if prev.After(g.Late) {
+			g.Late = prev
+		}
+		prev = g.Late
+	}
+}
+
+// late is the latest moment grant g, or any grant before it, may be sent.
+func late(g Grant, lim Limits) time.Time {
+	if !g.Late.IsZero() {
+		return g.Late
+	}
+	return g.At.Add(lim.Tolerance)
+}
+
+func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	loc := lim.location()
+	priority := ask.Rules >= RulesPriority
+	backfill := priority && ask.Priority == connector.PriorityBackfill
+	tol := lim.Tolerance
+	if priority && ask.Tolerance > 0 {
+		tol = ask.Tolerance
+	}
+	// A day is full for this ask when its quota is spent, or, for a
+	// backfill, its share of it.
+	full := func(day string) bool {
+		if l.dayCount(day) >= lim.DailyQuota {
+			return true
+		}
+		return backfill && l.backfillCount(day) >= lim.backfillShare()
+	}
 	f := l.CurrentFactor(now, lim)
 	stretch := func(d time.Duration) time.Duration { return time.Duration(float64(d) / f) }
 	keep := lim.maxLog() + releaseSlack
@@ -164,14 +315,23 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
 			if last.After(g) {
 				g = last
 			}
+			// The latest moment the grant before (or the one a window
+			// before) may be sent: a grant's own tolerance under
+			// RulesPriority, the effective one otherwise.
+			lateOf := func(i int) time.Time {
+				if priority {
+					return late(l.Grants[i], lim)
+				}
+				return l.Grants[i].At.Add(lim.Tolerance)
+			}
 			if lim.MinInterval > 0 {
-				if t := last.Add(stretch(lim.MinInterval) + lim.Tolerance + slack); t.After(g) {
+				if t := lateOf(k - 1).Add(stretch(lim.MinInterval) + slack); t.After(g) {
 					g = t
 				}
 			}
 			for _, w := range lim.Windows {
 				if k >= w.Count {
-					if t := l.Grants[k-w.Count].At.Add(stretch(w.Length) + lim.Tolerance + slack); t.After(g) {
+					if t := lateOf(k - w.Count).Add(stretch(w.Length) + slack); t.After(g) {
 						g = t
 					}
 				}
@@ -189,20 +349,20 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
 		var day string
 		if lim.DailyQuota > 0 {
 			day = g.In(loc).Format(time.DateOnly)
-			if l.dayCount(day) >= lim.DailyQuota {
+			if full(day) {
 				next := nextMidnight(g, loc)
 				if next.Sub(now) > maxWait {
 					l.Denied += int64(ask.N - len(ans.Grants))
-					ans.Quota = &QuotaExhausted{ResetAt: next.UTC(), Quota: lim.DailyQuota}
+					ans.Quota = l.exhausted(next, day, lim, backfill)
 					return ans
 				}
 				g = next
 				day = g.In(loc).Format(time.DateOnly)
-				if l.dayCount(day) >= lim.DailyQuota {
+				if full(day) {
 					// Two spent days in a row (a quarantine): ask after the
 					// first resets.
 					l.Denied += int64(ask.N - len(ans.Grants))
-					ans.Quota = &QuotaExhausted{ResetAt: next.UTC(), Quota: lim.DailyQuota}
+					ans.Quota = l.exhausted(next, day, lim, backfill)
 					return ans
 				}
 			}
@@ -218,9 +378,19 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
 		}
 		if lim.DailyQuota > 0 {
 			l.setDay(day, l.dayCount(day)+1)
+			if backfill {
+				l.setBackfill(day, l.backfillCount(day)+1)
+			}
 		}
 		l.NextID++
 		gr := Grant{ID: l.NextID, At: g.UTC()}
+		if priority {
+			gr.Late = g.Add(tol).UTC()
+			if k := len(l.Grants); k > 0 && late(l.Grants[k-1], lim).After(gr.Late) {
+				gr.Late = late(l.Grants[k-1], lim).UTC()
+			}
+			gr.Backfill = backfill
+		}
 		l.Grants = append(l.Grants, gr)
 		if len(l.Grants) > keep {
 			l.Grants = append(l.Grants[:0], l.Grants[len(l.Grants)-keep:]...)
@@ -230,6 +400,17 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
 		ans.Grants = append(ans.Grants, gr)
 	}
 	return ans
+}
+
+// exhausted says the quota leaves no call before next: the day's quota,
+// or for a backfill whose share is spent while the quota is not, the
+// share.
+func (l *Ledger) exhausted(next time.Time, day string, lim Limits, backfill bool) *QuotaExhausted {
+	q := &QuotaExhausted{ResetAt: next.UTC(), Quota: lim.DailyQuota}
+	if backfill && l.dayCount(day) < lim.DailyQuota {
+		q.Quota, q.Backfill = lim.backfillShare(), true
+	}
+	return q
 }
 
 // Release takes back grants a caller will never use (its answer arrived
@@ -263,6 +444,9 @@ func (l *Ledger) Release(ids []uint64, lim Limits) int {
 			if c := l.dayCount(day); c > 0 {
 				l.setDay(day, c-1)
 			}
+			if c := l.backfillCount(day); g.Backfill && c > 0 {
+				l.setBackfill(day, c-1)
+			}
 		}
 	}
 	return n
@@ -280,6 +464,32 @@ func (l *Ledger) dayCount(day string) int {
 		}
 	}
 	return 0
+}
+
+// BackfillCount returns the backfill grants counted against the
+// provider-local day of t.
+func (l *Ledger) BackfillCount(t time.Time, lim Limits) int {
+	return l.backfillCount(t.In(lim.location()).Format(time.DateOnly))
+}
+
+func (l *Ledger) backfillCount(day string) int {
+	for _, d := range l.Days {
+		if d.Day == day {
+			return d.Backfill
+		}
+	}
+	return 0
+}
+
+// setBackfill sets a day's backfill count; the day must be counted
+// already (setDay).
+func (l *Ledger) setBackfill(day string, n int) {
+	for i := range l.Days {
+		if l.Days[i].Day == day {
+			l.Days[i].Backfill = n
+			return
+		}
+	}
 }
 
 func (l *Ledger) setDay(day string, n int) {

@@ -54,6 +54,14 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 		recovering: (in.Protocol >= LimiterProtocol && !in.Recovered) || (info.OriginalRunID != "" && runID != info.OriginalRunID),
 	}
 	s.ledger.Upgrade()
+	// Runs recorded before priorities keep the legacy rules on replay: the
+	// grants they answered were spaced by them.
+	rules := RulesLegacy
+	if workflow.GetVersion(ctx, priorityChange, workflow.DefaultVersion, 1) >= 1 {
+		rules = RulesPriority
+		s.ledger.StampLate(s.effective)
+	}
+	s.rules = rules
 	log := workflow.GetLogger(ctx)
 	handled := 0
 	err := workflow.SetUpdateHandlerWithOptions(ctx, AcquireUpdate,
@@ -66,8 +74,10 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 			}
 			lim := s.effective
 			s.ledger.Release(req.Release, lim)
-			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay})
-			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID}
+			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
+				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits)})
+			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
+				Rules: rules, Yielded: ans.Yielded}
 			for _, g := range ans.Grants {
 				resp.Waits = append(resp.Waits, g.At.Sub(now))
 			}
@@ -151,6 +161,26 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, s.input())
 }
 
+// priorityChange is the workflow.GetVersion change id of RulesPriority.
+const priorityChange = "limiter-priority"
+
+func caller(c string) string {
+	if c == "" {
+		return "?"
+	}
+	return c
+}
+
+// tolerance is the slack the ledger keeps after a grant to this caller: its
+// own tolerance, at least the operator's.
+func (s *limiterState) tolerance(req Limits) time.Duration {
+	t := req.Tolerance
+	if s.override != nil {
+		t = max(t, s.override.Tolerance)
+	}
+	return t
+}
+
 // limiterState is a limiter run's state.
 type limiterState struct {
 	scope     string
@@ -164,6 +194,7 @@ type limiterState struct {
 	reconfigured  bool
 	recovering    bool
 	recoveredFrom string
+	rules         int
 }
 
 func (s *limiterState) input() LimiterInput {
@@ -179,11 +210,8 @@ func (s *limiterState) state(now time.Time, runID string) State {
 
 // see records the limits a caller asks with and recomputes the effective
 // limits.
-func (s *limiterState) see(now time.Time, caller string, lim Limits) {
-	if caller == "" {
-		caller = "?"
-	}
-	s.upsert(CallerLimits{Caller: caller, Limits: lim, Seen: now, Epoch: s.epoch})
+func (s *limiterState) see(now time.Time, id string, lim Limits) {
+	s.upsert(CallerLimits{Caller: caller(id), Limits: lim, Seen: now, Epoch: s.epoch})
 	s.recompute(now)
 }
 
@@ -244,6 +272,9 @@ func (s *limiterState) recover(now time.Time, req RecoverRequest) {
 		st := req.State
 		s.ledger = st.Ledger
 		s.ledger.Upgrade()
+		if s.rules >= RulesPriority {
+			s.ledger.StampLate(Stricter(st.Limits, s.effective))
+		}
 		mine, myEpoch := s.callers, s.epoch
 		s.callers = slices.Clone(st.Callers)
 		slices.SortFunc(s.callers, func(a, b CallerLimits) int { return strings.Compare(a.Caller, b.Caller) })

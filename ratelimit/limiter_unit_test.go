@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -264,4 +265,79 @@ func TestLimiterOfTheOldProtocolKeepsItsGrants(t *testing.T) {
 		}
 	})
 	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Limits: lim})
+}
+
+func (e *limiterEnv) ask(req ratelimit.AcquireRequest, out *ratelimit.AcquireResponse) {
+	e.update(ratelimit.AcquireUpdate, func() any { return req }, out, nil)
+}
+
+// TestLimiterServesDailyBeforeBackfill: two callers (two worker
+// processes) wait for one scope, a daily one and a backfill. While the
+// daily caller's last answer left calls waiting, the limiter gives the
+// backfill nothing and tells it to ask again shortly; the waiting caller
+// is part of the ledger, so a continued or recovered run knows it. Once the
+// daily caller has all it asked for, the backfill gets the rest of the
+// window. (Before priorities the backfill took the next window, 1.011 s
+// away, and the daily caller's last three calls came a window later.)
+func TestLimiterServesDailyBeforeBackfill(t *testing.T) {
+	e := newLimiterEnv(t)
+	lim := perSecond(5)
+	e.recoverFirst(lim)
+	hz := 10 * time.Millisecond
+	var d1, b1, d2, b2 ratelimit.AcquireResponse
+	var mid ratelimit.State
+	e.ask(ratelimit.AcquireRequest{N: 8, Limits: lim, Horizon: hz, Caller: "daily"}, &d1)
+	e.wait(500 * time.Millisecond)
+	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Horizon: hz, Caller: "backfill", Priority: connector.PriorityBackfill}, &b1)
+	e.then(func() { mid = e.state() })
+	e.wait(490 * time.Millisecond)
+	e.ask(ratelimit.AcquireRequest{N: 3, Limits: lim, Horizon: hz, Caller: "daily"}, &d2)
+	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Horizon: hz, Caller: "backfill", Priority: connector.PriorityBackfill}, &b2)
+	e.then(func() {
+		if len(d1.Grants) != 5 || d1.Rules != ratelimit.RulesPriority {
+			t.Fatalf("first daily answer: %+v", d1)
+		}
+		if len(b1.Grants) != 0 || !b1.Yielded || b1.RetryIn <= 0 {
+			t.Errorf("a backfill was served while a daily caller waited: %+v", b1)
+		}
+		if len(mid.Ledger.Waiting) != 1 || mid.Ledger.Waiting[0].Caller != "daily" {
+			t.Errorf("the waiting daily caller is not in the ledger's state: %+v", mid.Ledger.Waiting)
+		}
+		if len(d2.Grants) != 3 || len(b2.Grants) != 2 || !b2.Grants[0].At.Equal(d2.Grants[0].At) {
+			t.Errorf("second window: daily %+v, backfill %+v; want the daily caller's 3 first, the backfill the 2 left", d2.Grants, b2.Grants)
+		}
+		if !d2.Grants[0].At.After(d1.Grants[0].At.Add(time.Second)) {
+			t.Errorf("second window at %s, first at %s", d2.Grants[0].At, d1.Grants[0].At)
+		}
+	})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Protocol: ratelimit.LimiterProtocol, Limits: lim})
+}
+
+// TestLimiterBackfillShareEndsAtProviderMidnight: a quota of 10 a day in
+// Seoul with 7 reserved for the day's ingests and probes gives a backfill 3
+// calls, then a quota answer whose reset is Seoul's midnight (the error the
+// Backfill workflow waits on); daily callers still get their 7.
+func TestLimiterBackfillShareEndsAtProviderMidnight(t *testing.T) {
+	e := newLimiterEnv(t)
+	lim := perSecond(50)
+	lim.DailyQuota, lim.Reserved, lim.Timezone = 10, 7, "Asia/Seoul"
+	e.recoverFirst(lim)
+	var b, d, after ratelimit.AcquireResponse
+	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Caller: "backfill", Priority: connector.PriorityBackfill}, &b)
+	e.ask(ratelimit.AcquireRequest{N: 7, Limits: lim, Caller: "daily"}, &d)
+	e.ask(ratelimit.AcquireRequest{N: 1, Limits: lim, Caller: "backfill", Priority: connector.PriorityBackfill}, &after)
+	e.then(func() {
+		// The test starts at 2026-11-30 03:00 UTC, noon in Seoul.
+		midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, time.FixedZone("KST", 9*3600))
+		if len(b.Grants) != 3 || b.Quota == nil || !b.Quota.Backfill || !b.Quota.ResetAt.Equal(midnight) {
+			t.Errorf("backfill: %d grants, quota %+v; want 3 and the share spent until %s", len(b.Grants), b.Quota, midnight)
+		}
+		if len(d.Grants) != 7 || d.Quota != nil {
+			t.Errorf("daily after the backfill: %d grants, quota %+v; want the 7 reserved", len(d.Grants), d.Quota)
+		}
+		if after.Quota == nil || len(after.Grants) != 0 {
+			t.Errorf("backfill after its share: %+v", after)
+		}
+	})
+	e.env.ExecuteWorkflow(ratelimit.WorkflowName, ratelimit.LimiterInput{ScopeID: "x", Protocol: ratelimit.LimiterProtocol, Limits: lim})
 }

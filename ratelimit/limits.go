@@ -36,6 +36,10 @@ type Limits struct {
 	// midnight, as providers count it, not a sliding 24-hour window.
 	DailyQuota int    `json:"daily_quota,omitempty"`
 	Timezone   string `json:"timezone,omitempty"`
+	// Reserved is how much of each day's quota is kept for daily runs and
+	// probes (the scope's registry demand, registry.ScopeInstance.Demand):
+	// backfill calls get only DailyQuota − Reserved a day.
+	Reserved int `json:"reserved,omitempty"`
 	// Tolerance is how late after its grant a call may still be sent. The
 	// ledger spaces grants by it so that a call sent anywhere in
 	// [grant, grant+Tolerance] keeps every window.
@@ -83,6 +87,7 @@ func Stricter(a, b Limits) Limits {
 		Tolerance:   max(a.Tolerance, b.Tolerance),
 		Timezone:    a.Timezone,
 		DailyQuota:  a.DailyQuota,
+		Reserved:    max(a.Reserved, b.Reserved),
 	}
 	if out.Timezone == "" {
 		out.Timezone = b.Timezone
@@ -117,7 +122,7 @@ func (l Limits) Validate() error {
 			return fmt.Errorf("window %d per %s: the ledger keeps one entry per call of a window, at most %d", w.Count, w.Length, registry.MaxWindowCount)
 		}
 	}
-	if l.MinInterval < 0 || l.Tolerance < 0 || l.DailyQuota < 0 {
+	if l.MinInterval < 0 || l.Tolerance < 0 || l.DailyQuota < 0 || l.Reserved < 0 {
 		return fmt.Errorf("negative limit in %+v", l)
 	}
 	if l.Timezone != "" {
@@ -127,6 +132,9 @@ func (l Limits) Validate() error {
 	}
 	return nil
 }
+
+// backfillShare is how many calls of a day's quota backfills may use.
+func (l Limits) backfillShare() int { return max(l.DailyQuota-l.Reserved, 0) }
 
 // maxLog is how many past grants the ledger must remember.
 func (l Limits) maxLog() int {

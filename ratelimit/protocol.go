@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/connector"
 )
 
 // The limiter workflow's name, updates, query and id scheme.
@@ -78,6 +80,10 @@ type AcquireRequest struct {
 	// be used (Ledger.Release). Sending an id twice is harmless.
 	Release []uint64 `json:"release_ids,omitempty"`
 	Caller  string   `json:"caller,omitempty"`
+	// Priority is the class of the calls asked for: daily (the zero
+	// value) before backfill (Ask.Priority). A limiter of the legacy rules
+	// ignores it.
+	Priority connector.Priority `json:"priority,omitempty"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
@@ -97,6 +103,14 @@ type AcquireResponse struct {
 	// and ask again.
 	Recover bool   `json:"recover,omitempty"`
 	RunID   string `json:"run_id,omitempty"`
+	// Rules are the ledger rules the limiter run follows. Under
+	// RulesPriority each grant keeps its own caller's tolerance, so a
+	// client may lower its tolerance to its round trips (a run of the
+	// legacy rules spaces by the largest live one, which must then never
+	// shrink).
+	Rules int `json:"rules,omitempty"`
+	// Yielded says a backfill got nothing because daily callers wait.
+	Yielded bool `json:"yielded,omitempty"`
 }
 
 // PenalizeRequest reports that the provider answered with its rate-limit

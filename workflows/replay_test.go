@@ -29,8 +29,11 @@ func TestReplay(t *testing.T) {
 		events.WorkflowName:             "ops-events.json",
 		workflows.DailyIngestName + "1": "daily-ingest-v1.json",
 		ratelimit.WorkflowName + "1":    "scope-limiter-v1.json",
-		events.WorkflowName + "1":       "ops-events-v1.json",
-		workflows.RefetchName:           "refetch.json",
+		// A limiter recorded before priorities, the backfill share and
+		// per-grant tolerances (workflow.GetVersion "limiter-priority").
+		ratelimit.WorkflowName + "2": "scope-limiter-v2.json",
+		events.WorkflowName + "1":    "ops-events-v1.json",
+		workflows.RefetchName:        "refetch.json",
 		// A daily run that compared revisions (the histories above were
 		// recorded before it did, and replay without them:
 		// workflow.GetVersion "revisions"), and a watch.
