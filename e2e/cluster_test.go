@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -28,6 +29,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/internal/versitygw"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
@@ -108,6 +110,14 @@ func newCluster(t testing.TB, opts clusterOptions) *cluster {
 	}
 	t.Cleanup(tc.Close)
 	c.tc = tc
+	// The backfill's search attributes, as the embedded server registers
+	// them on its default namespace.
+	actx, acancel := context.WithTimeout(context.Background(), time.Minute)
+	_, err = tc.OperatorService().AddSearchAttributes(actx, &operatorservice.AddSearchAttributesRequest{Namespace: c.ns, SearchAttributes: embedded.SearchAttributes})
+	acancel()
+	if err != nil {
+		t.Fatalf("registering search attributes on %s: %v", c.ns, err)
+	}
 
 	c.requests = newRequestLog()
 	sim, err := simulator.New(simulator.Options{Registry: simReg, RateScale: float64(c.scale), Seed: simSeed, Faults: opts.faults,

@@ -47,7 +47,6 @@ const (
 	backfillWindow = 4
 	manifestBatch  = 50
 	historyLimit   = 8000
-	flushInterval  = 30 * time.Second
 )
 
 // Variables so that tests can lower them.
@@ -55,6 +54,9 @@ var (
 	maxChunksPerRun      = 800
 	historyBudget        = 7000
 	datasetHistoryBudget = 7000
+	// flushInterval is the longest a finished chunk waits unrecorded while
+	// others are in flight; 0: no timed flush.
+	flushInterval = 30 * time.Second
 )
 
 // Events a step adds to a history, at most, counting the workflow task
@@ -310,7 +312,7 @@ func BackfillDataset(ctx workflow.Context, in BackfillDatasetInput) (DatasetProg
 		if ctx.Err() != nil {
 			break
 		}
-		if len(pending) >= manifestBatch || (len(pending) > 0 && now().Sub(lastFlush) >= flushInterval) || (len(pending) > 0 && inflight == 0) {
+		if len(pending) >= manifestBatch || (len(pending) > 0 && flushInterval > 0 && now().Sub(lastFlush) >= flushInterval) || (len(pending) > 0 && inflight == 0) {
 			if runErr = flush(ctx); runErr != nil {
 				break
 			}
@@ -339,7 +341,7 @@ func BackfillDataset(ctx workflow.Context, in BackfillDatasetInput) (DatasetProg
 		if canLaunch {
 			timeout = st.WaitUntil.Sub(now()) // waiting for quota
 		}
-		if len(pending) > 0 {
+		if len(pending) > 0 && flushInterval > 0 {
 			if d := flushInterval - now().Sub(lastFlush); timeout == 0 || d < timeout {
 				timeout = d
 			}
