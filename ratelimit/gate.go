@@ -176,8 +176,11 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	if err != nil {
 		var q *QuotaError
 		if errors.As(err, &q) {
-			g.emit(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: q.Scope, Provider: call.Provider, Dataset: call.Dataset,
-				Message: fmt.Sprintf("declared daily quota of %d calls used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))})
+			msg := fmt.Sprintf("declared daily quota of %d calls used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))
+			if q.Backfill {
+				msg = fmt.Sprintf("the backfill share of the daily quota (%d calls after the reserved daily demand) used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))
+			}
+			g.emit(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: q.Scope, Provider: call.Provider, Dataset: call.Dataset, Message: msg})
 			return connector.Permit{}, &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
 				Code: CodeQuota, Message: q.Error(), ResetAt: q.ResetAt}
 		}

@@ -169,3 +169,28 @@ func TestGateRecordsCappedBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestGateReservesTheDailyDemand: the gate asks every scope with a daily
+// quota to keep the scope's daily demand (ingests + probes with headroom)
+// from backfills; KIS's unknown requests_per_day is planned at the
+// default 1,000.
+func TestGateReservesTheDailyDemand(t *testing.T) {
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: ratelimit.NewClient(nil, ratelimit.ClientOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kis := g.Limits("kis/key")
+	want := reg.Scope("kis/key").Demand(reg.Defaults.ProbeHeadroom).Total
+	if kis.DailyQuota != 1000 || kis.Reserved != want || want == 0 || want >= kis.DailyQuota {
+		t.Errorf("kis/key: quota %d, reserved %d; want 1000 and the demand %d", kis.DailyQuota, kis.Reserved, want)
+	}
+	for _, s := range reg.Scopes {
+		if l := g.Limits(s.ID); l.DailyQuota == 0 && l.Reserved != 0 {
+			t.Errorf("%s: reserved %d without a quota", s.ID, l.Reserved)
+		}
+	}
+}
