@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -18,12 +17,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/planner"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/workflows"
@@ -181,7 +177,6 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	f := backfillFigures{scale: scale, tolerance: tol, load: [2]float64{loadAverage(), 0}}
 	c := newCluster(b, clusterOptions{workers: 1, registry: breg, registryDir: regDir, rateScale: scale,
 		workerArgs: []string{"--limiter-tolerance", tol.String()}})
-	c.addSearchAttributes()
 	in := workflows.BackfillInput{From: benchFrom, To: benchTo}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -225,20 +220,6 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	}
 	f.maxHistory, f.maxHistoryID = c.longestHistory(ctx)
 	return f
-}
-
-// addSearchAttributes registers the backfill's search attributes on the
-// cluster's namespace, as the embedded server does on its own.
-func (c *cluster) addSearchAttributes() {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := c.tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: c.ns, SearchAttributes: embedded.SearchAttributes})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		c.t.Fatalf("registering search attributes on %s: %v", c.ns, err)
-	}
 }
 
 // reportBackfill prints the backfill's progress to standard error every
