@@ -100,8 +100,8 @@ type backfillFigures struct {
 	tolerance     time.Duration // the workers' --limiter-tolerance
 	plannedCalls  int
 	oneCallPerDay int
-	calls         int64 // every request the simulator saw
-	tokenCalls    int64 // of which KIS token requests
+	calls         int64         // every request the simulator saw
+	tokenCalls    int64         // of which KIS token requests
 	makespan      time.Duration // backfill start to its close
 	predicted     time.Duration // the planner's makespan at the scaled declared rates
 	chunks, ok    int
