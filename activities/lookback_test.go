@@ -235,10 +235,11 @@ func TestDailyRunAsksItsLookBack(t *testing.T) {
 			if want := st.fetch(t, ds, w, d); !bytes.Equal(got, want) {
 				t.Errorf("the object holds %d bytes, the simulator's answers to the window %d", len(got), len(want))
 			}
-			if tc.dataset == "fsc-stock-market-index" && (permits != 10 || res.Pages != 6) {
-				// 21–30 November: 23–27 and 30 are KRX days (six pages); the
-				// weekends answer no data, each still one call.
-				t.Errorf("one day a call: %d permits, %d pages; want 10 and 6", permits, res.Pages)
+			if tc.dataset == "fsc-stock-market-index" && (permits != 1 || res.Pages != 1) {
+				// 21–30 November asked as one range (beginBasDt..endBasDt):
+				// its six KRX days × 125 indices are 750 rows, one page of
+				// 1,000 — where one day a call made ten calls.
+				t.Errorf("one range a run: %d permits, %d pages; want 1 and 1", permits, res.Pages)
 			}
 			exact, err := st.acts.Ingest(ctx, IngestInput{Dataset: ds.ID, From: "2026-11-30"})
 			if err != nil {

@@ -84,16 +84,16 @@ func TestBackfillKilledAndPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the backfill paused", func() bool { return progress().State == workflows.BackfillPaused })
-	// In-flight ingests may finish (a killed worker's wait out their
-	// heartbeat timeout first); then nothing is called.
+	// In-flight ingests may finish — the killed worker's are retried
+	// after their 20 s heartbeat timeout — then nothing is called.
 	var quiet int64
-	waitFor(t, 2*time.Minute, "no call for 3 s while paused", func() bool {
+	waitFor(t, 3*time.Minute, "no call for 25 s while paused", func() bool {
 		n := requests()
-		time.Sleep(3 * time.Second)
+		time.Sleep(25 * time.Second)
 		quiet = requests()
 		return quiet == n
 	})
-	time.Sleep(2 * time.Second)
+	time.Sleep(5 * time.Second)
 	if n := requests(); n != quiet {
 		t.Fatalf("%d calls while paused", n-quiet)
 	}

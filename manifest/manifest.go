@@ -145,7 +145,12 @@ func Decode(source string, data []byte) (*Manifest, error) {
 	if m.Dataset == "" {
 		return nil, fmt.Errorf("decoding manifest %s: no dataset", source)
 	}
+	seen := map[[2]string]bool{}
 	for i, e := range m.Chunks {
+		if seen[[2]string{e.From, e.To}] {
+			return nil, fmt.Errorf("decoding manifest %s: chunks[%d] repeats the range %s..%s", source, i, e.From, e.To)
+		}
+		seen[[2]string{e.From, e.To}] = true
 		if _, err := time.Parse(time.DateOnly, e.From); err != nil {
 			return nil, fmt.Errorf("decoding manifest %s: chunks[%d].from %q is not YYYY-MM-DD", source, i, e.From)
 		}
