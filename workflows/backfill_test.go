@@ -518,10 +518,6 @@ func TestBackfillRejectsBadInput(t *testing.T) {
 // upper-bound count, and by the activities each run scheduled (six events
 // each at most, with its workflow task).
 func TestBackfillFullRegistryHistory(t *testing.T) {
-	if testing.Short() {
-		t.Log("full-registry history test runs without -short only")
-		return
-	}
 	// The parent is kept from continuing as new: the test environment
 	// stops the grandchildren of a child that does (the real server does
 	// not), and this test measures how long its one run grows.

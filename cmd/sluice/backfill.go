@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -90,6 +91,9 @@ refetches every chunk (unchanged bytes are still not rewritten).`,
 				return err
 			}
 			defer tc.Close()
+			if err := checkBackfillAttributes(ctx, tc, tf.namespace); err != nil {
+				return err
+			}
 			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID: id, TaskQueue: tf.taskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -117,6 +121,31 @@ refetches every chunk (unchanged bytes are still not rewritten).`,
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// checkBackfillAttributes fails, naming the command that adds them, when
+// the namespace lacks the search attributes a backfill upserts (its
+// workflow task would fail until they exist). A server that does not say
+// (no operator permission) is not held against the start.
+func checkBackfillAttributes(ctx context.Context, tc client.Client, namespace string) error {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := tc.OperatorService().ListSearchAttributes(lctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return nil
+	}
+	var missing []string
+	for _, name := range []string{workflows.BackfillStateAttr.GetName(), workflows.BackfillPercentAttr.GetName()} {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("namespace %s lacks the search attributes %s a backfill keeps current; add them once with: "+
+			"temporal operator search-attribute create --namespace %s --name SluiceBackfillState --type Keyword --name SluiceBackfillPercent --type Int",
+			namespace, strings.Join(missing, " and "), namespace)
+	}
+	return nil
 }
 
 // followPoll is how often a followed backfill is asked its progress.
