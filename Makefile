@@ -78,8 +78,14 @@ staticcheck: $(BIN)/staticcheck
 workflowcheck: $(BIN)/workflowcheck
 	$(BIN)/workflowcheck ./workflows/... ./ratelimit/... ./events/...
 
+## bench: every benchmark, among them e2e's BenchmarkBackfillDefaultRegistry:
+## the default registry's 2016-01-01..2026-08-31 backfill on the embedded
+## server against the simulator at rate scale 10 (SLUICE_BENCH_RATE_SCALE),
+## a few minutes on its own, hence the timeout. `make test` runs no
+## benchmark. BENCH=regexp selects benchmarks.
+BENCH ?= .
 bench: tools
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 FUZZTIME ?= 30s

@@ -326,7 +326,7 @@ func (c *cluster) checkLake(results map[string]workflows.DatasetResult, date str
 	}
 }
 
-func mustDate(t *testing.T, s string) time.Time {
+func mustDate(t testing.TB, s string) time.Time {
 	t.Helper()
 	d, err := time.Parse(time.DateOnly, s)
 	if err != nil {

@@ -71,7 +71,7 @@ type clusterOptions struct {
 // cluster is one test's Sluice: a namespace and task queue on the shared
 // Temporal server, a simulator, a lake and worker processes.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	ns, tq   string
 	tc       client.Client
 	sim      *simulator.Simulator
@@ -92,7 +92,7 @@ var clusterSeq atomic.Int64
 
 // newCluster registers a namespace of the test's own, starts a simulator
 // with the faults, and the worker processes.
-func newCluster(t *testing.T, opts clusterOptions) *cluster {
+func newCluster(t testing.TB, opts clusterOptions) *cluster {
 	t.Helper()
 	env(t)
 	c := &cluster{t: t, dataDir: t.TempDir(), logDir: t.TempDir(), metrics: opts.metrics, opts: opts, regDir: opts.registryDir, scale: rateScale, addr: temporalAddr}

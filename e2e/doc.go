@@ -41,6 +41,14 @@
 // the retry policy's backoff; a backed-off limiter) and run side by side;
 // the package takes about two and a half minutes.
 //
+// BenchmarkBackfillDefaultRegistry (issue 8 §7, run by `make bench`, never
+// by `make test`) runs the default registry's 2016-01-01..2026-08-31
+// backfill on one worker process at rate scale 10, with the KIS and ECOS
+// daily quotas declared so that it fits in one provider-day, and reports
+// planned and made calls, makespan over the planner's prediction, the
+// longest history, the worker's peak RSS and the violations; see
+// docs/backfill.md.
+//
 // The package holds tests only; it runs on Linux (it reads /proc and sets
 // Pdeathsig on its child processes).
 package e2e

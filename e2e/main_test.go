@@ -74,7 +74,7 @@ func TestMain(m *testing.M) {
 
 // env sets up the shared environment on first use, so that a run
 // selecting no test of this package pays nothing.
-func env(t *testing.T) {
+func env(t testing.TB) {
 	t.Helper()
 	setupOnce.Do(func() { setupErr = setup() })
 	if setupErr != nil {
