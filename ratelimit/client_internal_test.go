@@ -67,3 +67,51 @@ func TestFittedTolerance(t *testing.T) {
 		t.Errorf("round trips recovered: %s, want 18ms again", got)
 	}
 }
+
+// TestWidenedToleranceNarrows: a tolerance widened by slow round trips
+// comes back down once they recover (with a limiter that keeps each
+// grant's own tolerance), halving after narrowAfter fast answers in a
+// row, never below the configured one; a legacy limiter keeps it wide,
+// and one slow answer restarts the count.
+func TestWidenedToleranceNarrows(t *testing.T) {
+	ms := time.Millisecond
+	configured := 50 * ms
+	fast := func(b *batcher, n int, rtt time.Duration) {
+		for range n {
+			b.narrowOnTime(rtt, configured)
+		}
+	}
+	b := &batcher{tol: 2000 * ms}
+	fast(b, 10*narrowAfter, 5*ms)
+	if got := b.tolerance(configured); got != 2000*ms {
+		t.Errorf("legacy limiter: %s, want the widened 2s kept", got)
+	}
+	b.rules = RulesPriority
+	fast(b, narrowAfter-1, 5*ms)
+	if got := b.tolerance(configured); got != 2000*ms {
+		t.Errorf("after %d fast answers: %s, want still 2s", narrowAfter-1, got)
+	}
+	b.narrowOnTime(1500*ms, configured) // slower than half: the count restarts
+	fast(b, narrowAfter-1, 5*ms)
+	if got := b.tolerance(configured); got != 2000*ms {
+		t.Errorf("a slow answer did not restart the count: %s", got)
+	}
+	fast(b, 1, 5*ms)
+	if got := b.tolerance(configured); got != 1000*ms {
+		t.Errorf("after %d fast answers: %s, want 1s", narrowAfter, got)
+	}
+	fast(b, 10*narrowAfter, 5*ms)
+	if got := b.tolerance(configured); got != configured {
+		t.Errorf("round trips recovered for good: %s, want the configured %s", got, configured)
+	}
+	if b.tol != 0 {
+		t.Errorf("widening left at %s, want cleared", b.tol)
+	}
+	// Round trips of 300ms keep a 1s widening: 2×300ms ≤ 1s halves it to
+	// 500ms, where 300ms is more than half, so it stays there.
+	b.tol = 1000 * ms
+	fast(b, 10*narrowAfter, 300*ms)
+	if got := b.tolerance(configured); got != 500*ms {
+		t.Errorf("300ms round trips: %s, want 500ms", got)
+	}
+}
