@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
 
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/workflows"
@@ -81,7 +82,12 @@ func Running(ctx context.Context, tc client.Client) (map[string]Watch, error) {
 	out := map[string]Watch{}
 	var token []byte
 	for {
-		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: 1000, NextPageToken: token, Query: watchQuery})
+		var resp *workflowservice.ListWorkflowExecutionsResponse
+		err := retryTransient(ctx, listAttempts, listBackoff, func() error {
+			var err error
+			resp, err = tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: 1000, NextPageToken: token, Query: watchQuery})
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("listing the running watches: %w", err)
 		}
@@ -98,6 +104,46 @@ func Running(ctx context.Context, tc client.Client) (map[string]Watch, error) {
 			return out, nil
 		}
 	}
+}
+
+// listAttempts and listBackoff bound the retries of a visibility listing
+// that a server just started (or busy) cut short.
+const (
+	listAttempts = 5
+	listBackoff  = 200 * time.Millisecond
+)
+
+// retryTransient calls f up to attempts times while it fails with an
+// error a server returns when it is starting or overloaded (Unavailable,
+// a stream it cancelled, a deadline of its own, resource exhausted) and
+// ctx is still live, doubling the pause between attempts from backoff.
+// Any other error, or ctx's end, returns at once.
+func retryTransient(ctx context.Context, attempts int, backoff time.Duration, f func() error) error {
+	var err error
+	for i := range attempts {
+		if err = f(); err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if i == attempts-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff << i):
+		}
+	}
+	return err
+}
+
+// transient reports whether err is a gRPC status a starting or busy
+// server answers with, worth asking again.
+func transient(err error) bool {
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.Unavailable, codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // Probed lists the registry's datasets that have a probe section, sorted.

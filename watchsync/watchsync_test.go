@@ -1,9 +1,12 @@
 package watchsync
 
 import (
+	"context"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/sluicehq/sluice/registry"
 )
@@ -83,5 +86,43 @@ func TestPlan(t *testing.T) {
 	}
 	if ids := Probed(reg); len(ids) != 3 || ids[0].ID != "a" || ids[2].ID != "d" {
 		t.Errorf("probed %v", ids)
+	}
+}
+
+// TestRetryTransient: a listing a just-started server cuts short (the
+// dev test's second start saw "stream terminated by RST_STREAM with error
+// code: CANCEL") is asked again; other errors and a finished context are
+// returned at once, and the attempts are bounded.
+func TestRetryTransient(t *testing.T) {
+	rst := serviceerror.NewCanceled("stream terminated by RST_STREAM with error code: CANCEL")
+	for _, tc := range []struct {
+		name     string
+		errs     []error
+		attempts int
+		wantErr  error
+		wantN    int
+	}{
+		{"cancelled stream, then ok", []error{rst, nil}, 5, nil, 2},
+		{"unavailable twice, then ok", []error{serviceerror.NewUnavailable("starting"), serviceerror.NewUnavailable("starting"), nil}, 5, nil, 3},
+		{"not transient", []error{serviceerror.NewInvalidArgument("bad query"), nil}, 5, serviceerror.NewInvalidArgument("bad query"), 1},
+		{"bounded", []error{rst, rst, rst, rst}, 3, rst, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			err := retryTransient(context.Background(), tc.attempts, time.Millisecond, func() error {
+				e := tc.errs[n]
+				n++
+				return e
+			})
+			if n != tc.wantN || (err == nil) != (tc.wantErr == nil) || (err != nil && err.Error() != tc.wantErr.Error()) {
+				t.Errorf("calls %d, err %v; want %d, %v", n, err, tc.wantN, tc.wantErr)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	if err := retryTransient(ctx, 5, time.Millisecond, func() error { n++; return rst }); err == nil || n != 1 {
+		t.Errorf("finished context: %d calls, %v; want 1 call and the error", n, err)
 	}
 }
