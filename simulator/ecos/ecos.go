@@ -149,6 +149,41 @@ func result(xml bool, code, outcome string) *simulator.Reply {
 // statisticSearch answers GET /api/StatisticSearch/{KEY}/{json|xml}/{kr|en}/
 // {start}/{end}/{STAT}/{CYCLE}/{from}/{to}/{items…}.
 func (p *provider) statisticSearch(r *http.Request, rt simulator.Route, fraction float64) *simulator.Reply {
+	q, rep := p.parseSearch(rt, fraction)
+	if rep != nil {
+		return rep
+	}
+	if len(p.stats[q.stat]) == 0 {
+		return result(q.xml, "INFO-200", "nodata")
+	}
+	idx := q.periods(p.h.Now(), q.in.Provider().Location)
+	total := len(idx)
+	if total == 0 || q.start > total {
+		return result(q.xml, "INFO-200", "nodata")
+	}
+	rows := idx[q.start-1 : min(q.end, total)]
+	t := p.newTable(q, rt.Dataset)
+	if q.xml {
+		return t.xml(rows, total)
+	}
+	return t.json(rows, total)
+}
+
+// search is a parsed StatisticSearch request.
+type search struct {
+	in         *simulator.Instance
+	xml, en    bool
+	start, end int // 1-based row range
+	stat       string
+	cycle      string
+	from, to   int64 // periods as parsePeriod reads them
+	items      [4]string
+}
+
+// parseSearch reads and checks a StatisticSearch path in the order ECOS
+// does (key, format, limit, service, language, rows, statistic, periods),
+// answering the first failure with its RESULT code.
+func (p *provider) parseSearch(rt simulator.Route, fraction float64) (*search, *simulator.Reply) {
 	seg := strings.Split(strings.TrimPrefix(rt.Path, "/api/"), "/")
 	for len(seg) > 0 && seg[len(seg)-1] == "" {
 		seg = seg[:len(seg)-1]
@@ -159,110 +194,129 @@ func (p *provider) statisticSearch(r *http.Request, rt simulator.Route, fraction
 		in = p.h.Owner("api_key", seg[1])
 	}
 	if in == nil {
-		return result(xml, "INFO-100", "auth")
+		return nil, result(xml, "INFO-100", "auth")
 	}
 	if len(seg) < 3 || (seg[2] != "json" && seg[2] != "xml") {
-		return result(false, "ERROR-200", "error")
+		return nil, result(false, "ERROR-200", "error")
 	}
 	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
-		return result(xml, "ERROR-602", "limit")
+		return nil, result(xml, "ERROR-602", "limit")
 	}
 	if seg[0] != "StatisticSearch" {
-		return result(xml, "ERROR-500", "error")
+		return nil, result(xml, "ERROR-500", "error")
 	}
 	if len(seg) < 4 || (seg[3] != "kr" && seg[3] != "en") {
-		return result(xml, "ERROR-100", "error")
+		return nil, result(xml, "ERROR-100", "error")
 	}
 	if len(seg) < 6 {
-		return result(xml, "ERROR-300", "error")
+		return nil, result(xml, "ERROR-300", "error")
 	}
 	start, err1 := strconv.Atoi(seg[4])
 	end, err2 := strconv.Atoi(seg[5])
 	if err1 != nil || err2 != nil || start < 1 || end < start {
-		return result(xml, "ERROR-301", "error")
+		return nil, result(xml, "ERROR-301", "error")
 	}
 	if end-start+1 > maxRows {
-		return result(xml, "ERROR-400", "error")
+		return nil, result(xml, "ERROR-400", "error")
 	}
 	if len(seg) < 10 || seg[6] == "" || seg[7] == "" || seg[8] == "" || seg[9] == "" {
-		return result(xml, "ERROR-100", "error")
+		return nil, result(xml, "ERROR-100", "error")
 	}
 	stat, cycle := seg[6], seg[7]
 	if !validCycle(cycle) {
-		return result(xml, "ERROR-100", "error")
+		return nil, result(xml, "ERROR-100", "error")
 	}
 	from, ok1 := parsePeriod(cycle, seg[8])
 	to, ok2 := parsePeriod(cycle, seg[9])
 	if !ok1 || !ok2 {
-		return result(xml, "ERROR-101", "error")
+		return nil, result(xml, "ERROR-101", "error")
 	}
-	if len(p.stats[stat]) == 0 {
-		return result(xml, "INFO-200", "nodata")
-	}
-	var items [4]string
+	q := &search{in: in, xml: xml, en: seg[3] == "en", start: start, end: end,
+		stat: stat, cycle: cycle, from: from, to: to}
 	for i := 0; i < 4 && 10+i < len(seg); i++ {
 		if seg[10+i] != "?" {
-			items[i] = seg[10+i]
+			q.items[i] = seg[10+i]
 		}
 	}
-	now := p.h.Now()
-	loc := in.Provider().Location
-	to = min(to, latest(stat, cycle, now, loc))
-	from = max(from, firstPeriod(cycle))
+	return q, nil
+}
+
+// periods lists the asked periods that are published at now (KRX business
+// days only for the daily cycle), at most a little over maxRows*4.
+func (q *search) periods(now time.Time, loc *time.Location) []int64 {
+	to := min(q.to, latest(q.stat, q.cycle, now, loc))
+	from := max(q.from, firstPeriod(q.cycle))
 	var idx []int64
 	for pd := from; pd <= to && len(idx) <= maxRows*4; pd++ {
-		if cycle == "D" && !synth.KRX.Open(synth.Day(pd)) {
+		if q.cycle == "D" && !synth.KRX.Open(synth.Day(pd)) {
 			continue
 		}
 		idx = append(idx, pd)
 	}
-	total := len(idx)
-	if total == 0 || start > total {
-		return result(xml, "INFO-200", "nodata")
-	}
-	rows := idx[start-1 : min(end, total)]
+	return idx
+}
 
+// table renders the rows of one search: the names, unit and synthetic
+// series its statistic and first item stand for.
+type table struct {
+	q                  *search
+	statName, itemName string
+	unit               string
+	kind               kind
+	series             synth.Series
+}
+
+func (p *provider) newTable(q *search, ds *registry.Dataset) *table {
 	seed := p.h.Seed()
-	statName, itemName := names(stat, items[0], rt.Dataset)
-	kind := kindFor(stat, items[0], statName+" "+itemName)
-	key := "ecos|" + stat + "|" + cycle + "|" + strings.Join(items[:], "|")
-	series := synth.NewSeries(seed, key, kind.base(seed, key, items[0]), kind.vol)
-	unit := kind.unit
-	if seg[3] == "en" {
-		unit = kind.unitEN
+	statName, itemName := names(q.stat, q.items[0], ds)
+	kind := kindFor(q.stat, q.items[0], statName+" "+itemName)
+	key := "ecos|" + q.stat + "|" + q.cycle + "|" + strings.Join(q.items[:], "|")
+	t := &table{q: q, statName: statName, itemName: itemName, unit: kind.unit, kind: kind,
+		series: synth.NewSeries(seed, key, kind.base(seed, key, q.items[0]), kind.vol)}
+	if q.en {
+		t.unit = kind.unitEN
 	}
-	value := func(pd int64) string {
-		a, b := span(cycle, pd)
-		v := series.Value(a + (b-a)/2)
-		if kind.step > 0 {
-			v = math.Round(v/kind.step) * kind.step
-		}
-		return simulator.FormatTrim(v, kind.dec)
-	}
+	return t
+}
 
-	if xml {
-		b := make([]byte, 0, 256+400*len(rows))
-		b = append(b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n<StatisticSearch>\n"...)
-		b = simulator.AppendXMLElem(b, "list_total_count", strconv.Itoa(total))
-		b = append(b, '\n')
-		for _, pd := range rows {
-			b = append(b, "<row>"...)
-			b = simulator.AppendXMLElem(b, "STAT_CODE", stat)
-			b = simulator.AppendXMLElem(b, "STAT_NAME", statName)
-			for i := 0; i < 4; i++ {
-				n := strconv.Itoa(i + 1)
-				b = simulator.AppendXMLElem(b, "ITEM_CODE"+n, items[i])
-				b = simulator.AppendXMLElem(b, "ITEM_NAME"+n, itemNameOf(i, items[i], itemName))
-			}
-			b = simulator.AppendXMLElem(b, "UNIT_NAME", unit)
-			b = simulator.AppendXMLElem(b, "WGT", "")
-			b = simulator.AppendXMLElem(b, "TIME", formatPeriod(cycle, pd))
-			b = simulator.AppendXMLElem(b, "DATA_VALUE", value(pd))
-			b = append(b, "</row>\n"...)
-		}
-		b = append(b, "</StatisticSearch>\n"...)
-		return simulator.NewReply(http.StatusOK, ctXML, b, "ok")
+// value is the period's DATA_VALUE: the series at the period's middle day,
+// rounded to the kind's step.
+func (t *table) value(pd int64) string {
+	a, b := span(t.q.cycle, pd)
+	v := t.series.Value(a + (b-a)/2)
+	if t.kind.step > 0 {
+		v = math.Round(v/t.kind.step) * t.kind.step
 	}
+	return simulator.FormatTrim(v, t.kind.dec)
+}
+
+func (t *table) xml(rows []int64, total int) *simulator.Reply {
+	q := t.q
+	b := make([]byte, 0, 256+400*len(rows))
+	b = append(b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n<StatisticSearch>\n"...)
+	b = simulator.AppendXMLElem(b, "list_total_count", strconv.Itoa(total))
+	b = append(b, '\n')
+	for _, pd := range rows {
+		b = append(b, "<row>"...)
+		b = simulator.AppendXMLElem(b, "STAT_CODE", q.stat)
+		b = simulator.AppendXMLElem(b, "STAT_NAME", t.statName)
+		for i := 0; i < 4; i++ {
+			n := strconv.Itoa(i + 1)
+			b = simulator.AppendXMLElem(b, "ITEM_CODE"+n, q.items[i])
+			b = simulator.AppendXMLElem(b, "ITEM_NAME"+n, itemNameOf(i, q.items[i], t.itemName))
+		}
+		b = simulator.AppendXMLElem(b, "UNIT_NAME", t.unit)
+		b = simulator.AppendXMLElem(b, "WGT", "")
+		b = simulator.AppendXMLElem(b, "TIME", formatPeriod(q.cycle, pd))
+		b = simulator.AppendXMLElem(b, "DATA_VALUE", t.value(pd))
+		b = append(b, "</row>\n"...)
+	}
+	b = append(b, "</StatisticSearch>\n"...)
+	return simulator.NewReply(http.StatusOK, ctXML, b, "ok")
+}
+
+func (t *table) json(rows []int64, total int) *simulator.Reply {
+	q := t.q
 	w := simulator.NewJSON(256 + 400*len(rows))
 	w.Open('{')
 	w.Key("StatisticSearch")
@@ -272,17 +326,17 @@ func (p *provider) statisticSearch(r *http.Request, rt simulator.Route, fraction
 	w.Open('[')
 	for _, pd := range rows {
 		w.Open('{')
-		w.KStr("STAT_CODE", stat)
-		w.KStr("STAT_NAME", statName)
+		w.KStr("STAT_CODE", q.stat)
+		w.KStr("STAT_NAME", t.statName)
 		for i := 0; i < 4; i++ {
 			n := strconv.Itoa(i + 1)
-			w.KStrOrNull("ITEM_CODE"+n, items[i])
-			w.KStrOrNull("ITEM_NAME"+n, itemNameOf(i, items[i], itemName))
+			w.KStrOrNull("ITEM_CODE"+n, q.items[i])
+			w.KStrOrNull("ITEM_NAME"+n, itemNameOf(i, q.items[i], t.itemName))
 		}
-		w.KStr("UNIT_NAME", unit)
+		w.KStr("UNIT_NAME", t.unit)
 		w.KNull("WGT")
-		w.KStr("TIME", formatPeriod(cycle, pd))
-		w.KStr("DATA_VALUE", value(pd))
+		w.KStr("TIME", formatPeriod(q.cycle, pd))
+		w.KStr("DATA_VALUE", t.value(pd))
 		w.Close('}')
 	}
 	w.Close(']')

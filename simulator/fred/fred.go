@@ -10,6 +10,7 @@ package fred
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -124,19 +125,9 @@ func (p *provider) observations(r *http.Request, rt simulator.Route, fraction fl
 	if fileType != "" && fileType != "json" && fileType != "xml" {
 		return fail(false, http.StatusBadRequest, "Bad Request.  Variable file_type is not one of the following values: 'xml', 'json'.", "error")
 	}
-	key := q.Get("api_key")
-	switch {
-	case key == "":
-		return fail(xml, http.StatusBadRequest, "Bad Request.  Variable api_key is not set."+keyHelp, "auth")
-	case !isKey(key):
-		return fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable api_key is not a 32 character alpha-numeric lower-case string."+keyHelp, "auth")
-	}
-	in := p.h.Owner("api_key", key)
-	if in == nil {
-		return fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable api_key is not registered."+keyHelp, "auth")
-	}
-	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
-		return fail(xml, http.StatusTooManyRequests, "Too Many Requests.  Exceeded Rate Limit", "limit")
+	in, rep := p.authorize(q.Get("api_key"), xml, rt, fraction)
+	if rep != nil {
+		return rep
 	}
 	seriesID := q.Get("series_id")
 	if seriesID == "" {
@@ -145,43 +136,9 @@ func (p *provider) observations(r *http.Request, rt simulator.Route, fraction fl
 	if rt.Dataset == nil {
 		return fail(xml, http.StatusBadRequest, "Bad Request.  The series does not exist.", "error")
 	}
-	obsStart, obsEnd := synth.Date(1776, 7, 4), synth.Date(9999, 12, 31)
-	var ok bool
-	if v := q.Get("observation_start"); v != "" {
-		if obsStart, ok = synth.ParseISO(v); !ok {
-			return fail(xml, http.StatusBadRequest, "Bad Request.  Variable observation_start is not a valid date in the format YYYY-MM-DD.", "error")
-		}
-	}
-	if v := q.Get("observation_end"); v != "" {
-		if obsEnd, ok = synth.ParseISO(v); !ok {
-			return fail(xml, http.StatusBadRequest, "Bad Request.  Variable observation_end is not a valid date in the format YYYY-MM-DD.", "error")
-		}
-	}
-	if obsStart > obsEnd {
-		return fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable observation_start is after observation_end.", "error")
-	}
-	limit, offset := 100000, 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100000 {
-			return fail(xml, http.StatusBadRequest, "Bad Request.  Variable limit is not between 1 and 100000.", "error")
-		}
-		limit = n
-	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fail(xml, http.StatusBadRequest, "Bad Request.  Variable offset is not a non-negative integer.", "error")
-		}
-		offset = n
-	}
-	sortOrder := q.Get("sort_order")
-	switch sortOrder {
-	case "":
-		sortOrder = "asc"
-	case "asc", "desc":
-	default:
-		return fail(xml, http.StatusBadRequest, "Bad Request.  Variable sort_order is not one of the following values: 'asc', 'desc'.", "error")
+	w, rep := parseWindow(q, xml)
+	if rep != nil {
+		return rep
 	}
 
 	seed := p.h.Seed()
@@ -191,59 +148,154 @@ func (p *provider) observations(r *http.Request, rt simulator.Route, fraction fl
 	}
 	now := p.h.Now()
 	loc := in.Provider().Location
-	today := synth.DayOf(now.In(loc))
-	dates := observationDates(info, obsStart, obsEnd, now, loc)
-	count := len(dates)
-	if sortOrder == "desc" {
+	dates := observationDates(info, w.start, w.end, now, loc)
+	if w.sortOrder == "desc" {
 		for i, j := 0, len(dates)-1; i < j; i, j = i+1, j-1 {
 			dates[i], dates[j] = dates[j], dates[i]
 		}
 	}
-	page := dates[min(offset, count):min(offset+limit, count)]
-	series := synth.NewSeries(seed, "fred|"+seriesID, info.base, info.vol)
-	value := func(d synth.Day) string {
-		if info.freq == "d" && synth.USHoliday(d) {
-			return "."
-		}
-		return simulator.FormatFixed(series.Value(d), info.dec)
+	o := &obsPage{
+		window: w,
+		info:   info,
+		series: synth.NewSeries(seed, "fred|"+seriesID, info.base, info.vol),
+		rtDay:  synth.DayOf(now.In(loc)).ISO(),
+		count:  len(dates),
+		page:   dates[min(w.offset, len(dates)):min(w.offset+w.limit, len(dates))],
 	}
-	rtDay := today.ISO()
 	if xml {
-		b := make([]byte, 0, 512+120*len(page))
-		b = append(b, `<?xml version="1.0" encoding="utf-8" ?>`+"\n"...)
-		b = append(b, `<observations realtime_start="`+rtDay+`" realtime_end="`+rtDay+`" observation_start="`+obsStart.ISO()+
-			`" observation_end="`+obsEnd.ISO()+`" units="lin" output_type="1" file_type="xml" order_by="observation_date" sort_order="`+
-			sortOrder+`" count="`+strconv.Itoa(count)+`" offset="`+strconv.Itoa(offset)+`" limit="`+strconv.Itoa(limit)+`">`+"\n"...)
-		for _, d := range page {
-			b = append(b, `  <observation realtime_start="`+rtDay+`" realtime_end="`+rtDay+`" date="`...)
-			b = d.AppendISO(b)
-			b = append(b, `" value="`+value(d)+`"/>`+"\n"...)
-		}
-		b = append(b, "</observations>\n"...)
-		return simulator.NewReply(http.StatusOK, "text/xml; charset=UTF-8", b, "ok")
+		return o.xml()
 	}
-	w := simulator.NewJSON(512 + 100*len(page))
+	return o.json()
+}
+
+// authorize finds the instance owning key and admits the call against its
+// rate limit, or answers FRED's error for a missing, malformed or unknown
+// key or an exceeded limit.
+func (p *provider) authorize(key string, xml bool, rt simulator.Route, fraction float64) (*simulator.Instance, *simulator.Reply) {
+	switch {
+	case key == "":
+		return nil, fail(xml, http.StatusBadRequest, "Bad Request.  Variable api_key is not set."+keyHelp, "auth")
+	case !isKey(key):
+		return nil, fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable api_key is not a 32 character alpha-numeric lower-case string."+keyHelp, "auth")
+	}
+	in := p.h.Owner("api_key", key)
+	if in == nil {
+		return nil, fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable api_key is not registered."+keyHelp, "auth")
+	}
+	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
+		return nil, fail(xml, http.StatusTooManyRequests, "Too Many Requests.  Exceeded Rate Limit", "limit")
+	}
+	return in, nil
+}
+
+// window is the observation range and paging a request asks for.
+type window struct {
+	start, end    synth.Day
+	limit, offset int
+	sortOrder     string // asc or desc
+}
+
+// parseWindow reads observation_start, observation_end, limit, offset and
+// sort_order with FRED's defaults, or answers FRED's error for the first
+// bad one.
+func parseWindow(q url.Values, xml bool) (window, *simulator.Reply) {
+	w := window{start: synth.Date(1776, 7, 4), end: synth.Date(9999, 12, 31), limit: 100000}
+	var ok bool
+	if v := q.Get("observation_start"); v != "" {
+		if w.start, ok = synth.ParseISO(v); !ok {
+			return w, fail(xml, http.StatusBadRequest, "Bad Request.  Variable observation_start is not a valid date in the format YYYY-MM-DD.", "error")
+		}
+	}
+	if v := q.Get("observation_end"); v != "" {
+		if w.end, ok = synth.ParseISO(v); !ok {
+			return w, fail(xml, http.StatusBadRequest, "Bad Request.  Variable observation_end is not a valid date in the format YYYY-MM-DD.", "error")
+		}
+	}
+	if w.start > w.end {
+		return w, fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable observation_start is after observation_end.", "error")
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100000 {
+			return w, fail(xml, http.StatusBadRequest, "Bad Request.  Variable limit is not between 1 and 100000.", "error")
+		}
+		w.limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return w, fail(xml, http.StatusBadRequest, "Bad Request.  Variable offset is not a non-negative integer.", "error")
+		}
+		w.offset = n
+	}
+	w.sortOrder = q.Get("sort_order")
+	switch w.sortOrder {
+	case "":
+		w.sortOrder = "asc"
+	case "asc", "desc":
+	default:
+		return w, fail(xml, http.StatusBadRequest, "Bad Request.  Variable sort_order is not one of the following values: 'asc', 'desc'.", "error")
+	}
+	return w, nil
+}
+
+// obsPage is one answer's page of observations.
+type obsPage struct {
+	window
+	info   seriesInfo
+	series synth.Series
+	rtDay  string // realtime_start and realtime_end: today
+	count  int    // observations in the whole window
+	page   []synth.Day
+}
+
+// value is the observation on d: "." on a U.S. holiday for daily series.
+func (o *obsPage) value(d synth.Day) string {
+	if o.info.freq == "d" && synth.USHoliday(d) {
+		return "."
+	}
+	return simulator.FormatFixed(o.series.Value(d), o.info.dec)
+}
+
+func (o *obsPage) xml() *simulator.Reply {
+	rtDay := o.rtDay
+	b := make([]byte, 0, 512+120*len(o.page))
+	b = append(b, `<?xml version="1.0" encoding="utf-8" ?>`+"\n"...)
+	b = append(b, `<observations realtime_start="`+rtDay+`" realtime_end="`+rtDay+`" observation_start="`+o.start.ISO()+
+		`" observation_end="`+o.end.ISO()+`" units="lin" output_type="1" file_type="xml" order_by="observation_date" sort_order="`+
+		o.sortOrder+`" count="`+strconv.Itoa(o.count)+`" offset="`+strconv.Itoa(o.offset)+`" limit="`+strconv.Itoa(o.limit)+`">`+"\n"...)
+	for _, d := range o.page {
+		b = append(b, `  <observation realtime_start="`+rtDay+`" realtime_end="`+rtDay+`" date="`...)
+		b = d.AppendISO(b)
+		b = append(b, `" value="`+o.value(d)+`"/>`+"\n"...)
+	}
+	b = append(b, "</observations>\n"...)
+	return simulator.NewReply(http.StatusOK, "text/xml; charset=UTF-8", b, "ok")
+}
+
+func (o *obsPage) json() *simulator.Reply {
+	w := simulator.NewJSON(512 + 100*len(o.page))
 	w.Open('{')
-	w.KStr("realtime_start", rtDay)
-	w.KStr("realtime_end", rtDay)
-	w.KStr("observation_start", obsStart.ISO())
-	w.KStr("observation_end", obsEnd.ISO())
-	w.KStr("units", info.units)
+	w.KStr("realtime_start", o.rtDay)
+	w.KStr("realtime_end", o.rtDay)
+	w.KStr("observation_start", o.start.ISO())
+	w.KStr("observation_end", o.end.ISO())
+	w.KStr("units", o.info.units)
 	w.KInt("output_type", 1)
 	w.KStr("file_type", "json")
 	w.KStr("order_by", "observation_date")
-	w.KStr("sort_order", sortOrder)
-	w.KInt("count", int64(count))
-	w.KInt("offset", int64(offset))
-	w.KInt("limit", int64(limit))
+	w.KStr("sort_order", o.sortOrder)
+	w.KInt("count", int64(o.count))
+	w.KInt("offset", int64(o.offset))
+	w.KInt("limit", int64(o.limit))
 	w.Key("observations")
 	w.Open('[')
-	for _, d := range page {
+	for _, d := range o.page {
 		w.Open('{')
-		w.KStr("realtime_start", rtDay)
-		w.KStr("realtime_end", rtDay)
+		w.KStr("realtime_start", o.rtDay)
+		w.KStr("realtime_end", o.rtDay)
 		w.KStr("date", d.ISO())
-		w.KStr("value", value(d))
+		w.KStr("value", o.value(d))
 		w.Close('}')
 	}
 	w.Close(']')

@@ -2,6 +2,7 @@ package kis
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/sluicehq/sluice/simulator"
@@ -25,49 +26,86 @@ func inputError(field string) *simulator.Reply {
 // with the tr_cont headers.
 func (p *provider) chart(r *http.Request, rt simulator.Route, in *simulator.Instance, trID string, now time.Time) *simulator.Reply {
 	q := r.URL.Query()
-	div, iscd := q.Get("FID_COND_MRKT_DIV_CODE"), q.Get("FID_INPUT_ISCD")
-	if div == "" {
-		return inputError("FID_COND_MRKT_DIV_CODE")
+	cq, rep := parseChartQuery(q)
+	if rep != nil {
+		return rep
 	}
-	if iscd == "" {
-		return inputError("FID_INPUT_ISCD")
-	}
-	d1, ok := synth.ParseYYYYMMDD(q.Get("FID_INPUT_DATE_1"))
-	if !ok {
-		return inputError("FID_INPUT_DATE_1")
-	}
-	d2, ok := synth.ParseYYYYMMDD(q.Get("FID_INPUT_DATE_2"))
-	if !ok {
-		return inputError("FID_INPUT_DATE_2")
-	}
-	code := q.Get("FID_PERIOD_DIV_CODE")
-	switch code {
-	case "D", "W", "M", "Y":
-	default:
-		return inputError("FID_PERIOD_DIV_CODE")
-	}
-	inst := instrumentFor(p.h.Seed(), trID, div, iscd, rt.Dataset)
-	hi := min(d2, synth.Latest(inst.cal, now, in.Provider().Location, inst.lag, inst.hour))
-	lo := max(d1, inst.start)
+	inst := instrumentFor(p.h.Seed(), trID, cq.div, cq.iscd, rt.Dataset)
+	hi := min(cq.d2, synth.Latest(inst.cal, now, in.Provider().Location, inst.lag, inst.hour))
+	lo := max(cq.d1, inst.start)
 	var periods []period
 	if lo <= hi {
-		periods = periodsNewestFirst(inst.cal, lo, hi, code)
+		periods = periodsNewestFirst(inst.cal, lo, hi, cq.period)
 	}
-
-	// tr_cont paging: a request with tr_cont N continues where the last
-	// answer to the same query left off.
 	cursorKey := in.Provider().ID + "|" + trID + "|" + rt.Path + "?" + q.Encode()
-	var offset, end int
+	offset, end, trCont := p.page(cursorKey, r.Header.Get("tr_cont") == "N", len(periods))
+
+	overseas := trID == "FHKST03030100"
+	w := simulator.NewJSON(512 + 200*(end-offset))
+	w.Open('{')
+	w.Key("output1")
+	writeOutput1(w, inst, hi, overseas, cq.iscd)
+	w.Key("output2")
+	writeOutput2(w, inst, periods[offset:end], overseas)
+	w.KStr("rt_cd", "0")
+	w.KStr("msg_cd", "MCA00000")
+	w.KStr("msg1", "정상처리 되었습니다.")
+	w.Close('}')
+	rep = simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
+	rep.Header.Set("tr_id", trID)
+	rep.Header.Set("tr_cont", trCont)
+	return rep
+}
+
+// chartQuery is the query of a chart call.
+type chartQuery struct {
+	div, iscd string    // FID_COND_MRKT_DIV_CODE, FID_INPUT_ISCD
+	d1, d2    synth.Day // FID_INPUT_DATE_1, FID_INPUT_DATE_2
+	period    string    // FID_PERIOD_DIV_CODE: D, W, M or Y
+}
+
+// parseChartQuery reads a chart call's query, or answers inputError for
+// the first missing or malformed field.
+func parseChartQuery(q url.Values) (chartQuery, *simulator.Reply) {
+	var cq chartQuery
+	cq.div, cq.iscd = q.Get("FID_COND_MRKT_DIV_CODE"), q.Get("FID_INPUT_ISCD")
+	if cq.div == "" {
+		return cq, inputError("FID_COND_MRKT_DIV_CODE")
+	}
+	if cq.iscd == "" {
+		return cq, inputError("FID_INPUT_ISCD")
+	}
+	var ok bool
+	if cq.d1, ok = synth.ParseYYYYMMDD(q.Get("FID_INPUT_DATE_1")); !ok {
+		return cq, inputError("FID_INPUT_DATE_1")
+	}
+	if cq.d2, ok = synth.ParseYYYYMMDD(q.Get("FID_INPUT_DATE_2")); !ok {
+		return cq, inputError("FID_INPUT_DATE_2")
+	}
+	cq.period = q.Get("FID_PERIOD_DIV_CODE")
+	switch cq.period {
+	case "D", "W", "M", "Y":
+	default:
+		return cq, inputError("FID_PERIOD_DIV_CODE")
+	}
+	return cq, nil
+}
+
+// page is tr_cont paging: a request with tr_cont N (cont) continues where
+// the last answer to the same query (cursorKey) left off. It returns the
+// rows [offset, end) of n to answer and the tr_cont header of the answer:
+// F first of several, M middle, E last of several, D the only one.
+func (p *provider) page(cursorKey string, cont bool, n int) (offset, end int, trCont string) {
 	var more bool
 	p.h.Locked(func() {
-		if r.Header.Get("tr_cont") == "N" {
+		if cont {
 			offset = p.cursors[cursorKey]
 		}
-		if offset > len(periods) {
-			offset = len(periods)
+		if offset > n {
+			offset = n
 		}
-		end = min(offset+pageRows, len(periods))
-		more = end < len(periods)
+		end = min(offset+pageRows, n)
+		more = end < n
 		if more {
 			if len(p.cursors) >= maxCursors {
 				p.cursors = map[string]int{}
@@ -77,7 +115,7 @@ func (p *provider) chart(r *http.Request, rt simulator.Route, in *simulator.Inst
 			delete(p.cursors, cursorKey)
 		}
 	})
-	trCont := "D"
+	trCont = "D"
 	switch {
 	case more && offset == 0:
 		trCont = "F"
@@ -86,30 +124,33 @@ func (p *provider) chart(r *http.Request, rt simulator.Route, in *simulator.Inst
 	case offset > 0:
 		trCont = "E"
 	}
+	return offset, end, trCont
+}
 
-	w := simulator.NewJSON(512 + 200*(end-offset))
-	w.Open('{')
-	w.Key("output1")
-	// output1 is the latest quote up to FID_INPUT_DATE_2.
+// writeOutput1 writes output1, the latest quote up to hi (an empty object
+// when the instrument has no trading day by then).
+func writeOutput1(w *simulator.JSON, inst *instrument, hi synth.Day, overseas bool, iscd string) {
 	last := hi
 	for i := 0; i < 40 && last >= inst.start && !inst.cal.Open(last); i++ {
 		last--
 	}
-	overseas := trID == "FHKST03030100"
-	if last >= inst.start {
-		cur, prev := inst.bar(last), inst.bar(inst.cal.Prev(last))
-		if overseas {
-			writeOverseasOutput1(w, inst, cur, prev, iscd)
-		} else {
-			writeIndexOutput1(w, inst, cur, prev, iscd)
-		}
-	} else {
+	if last < inst.start {
 		w.Open('{')
 		w.Close('}')
+		return
 	}
-	w.Key("output2")
+	cur, prev := inst.bar(last), inst.bar(inst.cal.Prev(last))
+	if overseas {
+		writeOverseasOutput1(w, inst, cur, prev, iscd)
+	} else {
+		writeIndexOutput1(w, inst, cur, prev, iscd)
+	}
+}
+
+// writeOutput2 writes output2, one bar a period.
+func writeOutput2(w *simulator.JSON, inst *instrument, periods []period, overseas bool) {
 	w.Open('[')
-	for _, pd := range periods[offset:end] {
+	for _, pd := range periods {
 		b := inst.periodBar(pd)
 		w.Open('{')
 		w.KStr("stck_bsop_date", pd.last.YYYYMMDD())
@@ -131,14 +172,6 @@ func (p *provider) chart(r *http.Request, rt simulator.Route, in *simulator.Inst
 		w.Close('}')
 	}
 	w.Close(']')
-	w.KStr("rt_cd", "0")
-	w.KStr("msg_cd", "MCA00000")
-	w.KStr("msg1", "정상처리 되었습니다.")
-	w.Close('}')
-	rep := simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
-	rep.Header.Set("tr_id", trID)
-	rep.Header.Set("tr_cont", trCont)
-	return rep
 }
 
 // changeSign is KIS's prdy_vrss_sign: 2 up, 3 unchanged, 5 down.

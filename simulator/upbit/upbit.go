@@ -216,18 +216,9 @@ func (p *provider) candles(r *http.Request, rt simulator.Route, v simulator.Bloc
 	if !v.OK {
 		return limited(v)
 	}
-	kind := strings.TrimPrefix(rt.Path, "/v1/candles/")
-	unit := 0
-	switch {
-	case kind == "days" || kind == "weeks" || kind == "months":
-	case strings.HasPrefix(kind, "minutes/"):
-		n, ok := minuteUnits[strings.TrimPrefix(kind, "minutes/")]
-		if !ok {
-			return fail(http.StatusBadRequest, "invalid_parameter", "지원하지 않는 분 단위입니다.", "error")
-		}
-		unit, kind = n, "minutes"
-	default:
-		return fail(http.StatusNotFound, "not_found", "Not Found", "error")
+	kind, unit, rep := candleKind(rt.Path)
+	if rep != nil {
+		return rep
 	}
 	q := r.URL.Query()
 	name := q.Get("market")
@@ -271,55 +262,80 @@ func (p *provider) candles(r *http.Request, rt simulator.Route, v simulator.Bloc
 			start = candlePrev(kind, unit, start) // no trades that day
 			continue
 		}
-		barEnd := end
-		if barEnd.After(now) {
-			barEnd = now
-		}
-		b := m.series.Bar(daysSinceEpoch(start), daysSinceEpoch(barEnd), start.Unix()/60)
-		price := func(p float64) string {
-			if m.krw {
-				p = tick(p)
-			}
-			return strconv.FormatFloat(p, 'f', 8, 64)
-		}
-		vol := m.volBase * b.Volume
-		ts := barEnd.UnixMilli()
-		if !end.After(now) {
-			ts = end.UnixMilli() - 1 - int64(m.series.Uniform(start.Unix(), 78)*60000)
-		}
-		w.Open('{')
-		w.KStr("market", name)
-		w.KStr("candle_date_time_utc", start.Format("2006-01-02T15:04:05"))
-		w.KStr("candle_date_time_kst", start.In(kst).Format("2006-01-02T15:04:05"))
-		w.KRaw("opening_price", price(b.Open))
-		w.KRaw("high_price", price(b.High))
-		w.KRaw("low_price", price(b.Low))
-		w.KRaw("trade_price", price(b.Close))
-		w.KInt("timestamp", ts)
-		w.KRaw("candle_acc_trade_price", strconv.FormatFloat(vol*(b.Open+b.Close)/2, 'f', 8, 64))
-		w.KRaw("candle_acc_trade_volume", strconv.FormatFloat(vol, 'f', 8, 64))
-		switch kind {
-		case "days":
-			prevStart := start.AddDate(0, 0, -1)
-			prev := m.series.Close(daysSinceEpoch(prevStart), daysSinceEpoch(start), prevStart.Unix()/60)
-			pc, tc := prev, b.Close
-			if m.krw {
-				pc, tc = tick(pc), tick(tc)
-			}
-			w.KRaw("prev_closing_price", price(prev))
-			w.KRaw("change_price", strconv.FormatFloat(tc-pc, 'f', 8, 64))
-			w.KRaw("change_rate", strconv.FormatFloat((tc-pc)/pc, 'f', 10, 64))
-		case "minutes":
-			w.KInt("unit", int64(unit))
-		default:
-			w.KStr("first_day_of_period", start.Format("2006-01-02"))
-		}
-		w.Close('}')
+		writeCandle(w, m, name, kind, unit, start, end, now, kst)
 		n++
 		start = candlePrev(kind, unit, start)
 	}
 	w.Close(']')
 	return simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
+}
+
+// candleKind reads the candle kind of a /v1/candles/ path: days, weeks,
+// months or minutes (with its unit), or answers Upbit's error.
+func candleKind(path string) (string, int, *simulator.Reply) {
+	kind := strings.TrimPrefix(path, "/v1/candles/")
+	unit := 0
+	switch {
+	case kind == "days" || kind == "weeks" || kind == "months":
+	case strings.HasPrefix(kind, "minutes/"):
+		n, ok := minuteUnits[strings.TrimPrefix(kind, "minutes/")]
+		if !ok {
+			return "", 0, fail(http.StatusBadRequest, "invalid_parameter", "지원하지 않는 분 단위입니다.", "error")
+		}
+		unit, kind = n, "minutes"
+	default:
+		return "", 0, fail(http.StatusNotFound, "not_found", "Not Found", "error")
+	}
+	return kind, unit, nil
+}
+
+// writeCandle writes the candle of market m that starts at start and ends
+// at end (the current one, end after now, up to now).
+func writeCandle(w *simulator.JSON, m market, name, kind string, unit int, start, end, now time.Time, kst *time.Location) {
+	barEnd := end
+	if barEnd.After(now) {
+		barEnd = now
+	}
+	b := m.series.Bar(daysSinceEpoch(start), daysSinceEpoch(barEnd), start.Unix()/60)
+	price := func(p float64) string {
+		if m.krw {
+			p = tick(p)
+		}
+		return strconv.FormatFloat(p, 'f', 8, 64)
+	}
+	vol := m.volBase * b.Volume
+	ts := barEnd.UnixMilli()
+	if !end.After(now) {
+		ts = end.UnixMilli() - 1 - int64(m.series.Uniform(start.Unix(), 78)*60000)
+	}
+	w.Open('{')
+	w.KStr("market", name)
+	w.KStr("candle_date_time_utc", start.Format("2006-01-02T15:04:05"))
+	w.KStr("candle_date_time_kst", start.In(kst).Format("2006-01-02T15:04:05"))
+	w.KRaw("opening_price", price(b.Open))
+	w.KRaw("high_price", price(b.High))
+	w.KRaw("low_price", price(b.Low))
+	w.KRaw("trade_price", price(b.Close))
+	w.KInt("timestamp", ts)
+	w.KRaw("candle_acc_trade_price", strconv.FormatFloat(vol*(b.Open+b.Close)/2, 'f', 8, 64))
+	w.KRaw("candle_acc_trade_volume", strconv.FormatFloat(vol, 'f', 8, 64))
+	switch kind {
+	case "days":
+		prevStart := start.AddDate(0, 0, -1)
+		prev := m.series.Close(daysSinceEpoch(prevStart), daysSinceEpoch(start), prevStart.Unix()/60)
+		pc, tc := prev, b.Close
+		if m.krw {
+			pc, tc = tick(pc), tick(tc)
+		}
+		w.KRaw("prev_closing_price", price(prev))
+		w.KRaw("change_price", strconv.FormatFloat(tc-pc, 'f', 8, 64))
+		w.KRaw("change_rate", strconv.FormatFloat((tc-pc)/pc, 'f', 10, 64))
+	case "minutes":
+		w.KInt("unit", int64(unit))
+	default:
+		w.KStr("first_day_of_period", start.Format("2006-01-02"))
+	}
+	w.Close('}')
 }
 
 func daysSinceEpoch(t time.Time) float64 { return float64(t.Unix()) / 86400 }
