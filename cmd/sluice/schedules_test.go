@@ -111,7 +111,7 @@ func TestDevSyncsSchedules(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	args := []string{"dev", "--once", "--no-ingest", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
-		"--metrics-addr", "", "--log-level", "error", "--catchup-window", "48h"}
+		"--status-addr", "off", "--metrics-addr", "", "--log-level", "error", "--catchup-window", "48h"}
 	out, err := runSluice(ctx, args...)
 	if err != nil || !strings.Contains(oneLine(out), "synced: 7 created, 0 updated, 0 deleted, 0 unchanged") {
 		t.Fatalf("first start: %v\n%s", err, out)
