@@ -240,8 +240,13 @@ func TestBackfillReprocessModes(t *testing.T) {
 	h := newBackfillHarness(t, nil)
 	plan := planned(t, h, small)
 	bad := "kis-fx-usdcad"
-	var badFrom string
+	var (
+		badMu   sync.Mutex // ingests run concurrently
+		badFrom string
+	)
 	h.fail = func(in activities.IngestInput, n int) error {
+		badMu.Lock()
+		defer badMu.Unlock()
 		if in.Dataset == bad && (badFrom == "" || badFrom == in.From) {
 			badFrom = in.From
 			return temporal.NewNonRetryableApplicationError("kis: bad_request: no such chart", "bad_request", nil)
