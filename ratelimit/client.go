@@ -214,9 +214,6 @@ type batcher struct {
 	// when set, is the tolerance widened to the round trips observed.
 	late int
 	tol  time.Duration
-	// fast counts consecutive answers well inside a widened tolerance
-	// (narrowOnTime).
-	fast int
 	// rtts are the latest acquire round trips, for the fitted tolerance;
 	// rules are the ledger rules of the limiter's last answer.
 	rtts  []time.Duration
@@ -362,39 +359,6 @@ func (b *batcher) tolerance(configured time.Duration) time.Duration {
 	return max(fit, min(MinTolerance, configured))
 }
 
-// narrowAfter is how many consecutive answers within half a widened
-// tolerance narrow it by half (never below the configured tolerance).
-const narrowAfter = 32
-
-// narrowOnTime counts an on-time answer against a widened tolerance and
-// halves the widening after narrowAfter answers in a row that took at
-// most half of it, so that one burst of slow round trips does not cost
-// the rest of a long run (a backfill) its throughput. Only a limiter on
-// RulesPriority, which keeps each grant's own tolerance (Grant.Late), may
-// see a caller's tolerance shrink; with a legacy limiter the widening
-// stays. It returns the widened tolerance before and after.
-func (b *batcher) narrowOnTime(rtt, configured time.Duration) (before, after time.Duration) {
-	before = b.tol
-	if b.tol <= configured || b.rules < RulesPriority {
-		b.fast = 0
-		return before, b.tol
-	}
-	if 2*rtt > b.tol {
-		b.fast = 0
-		return before, b.tol
-	}
-	b.fast++
-	if b.fast < narrowAfter {
-		return before, b.tol
-	}
-	b.fast = 0
-	b.tol /= 2
-	if b.tol <= configured {
-		b.tol = 0 // back to the configured tolerance
-	}
-	return before, max(b.tol, configured)
-}
-
 func (b *batcher) observe(rtt time.Duration) {
 	b.rtts = append(b.rtts, rtt)
 	if len(b.rtts) > rttSamples {
@@ -484,13 +448,6 @@ func (c *Client) answer(b *batcher, batch []*waiter, req AcquireRequest, configu
 	}
 	if rtt <= tol {
 		b.late = 0
-		c.mu.Lock()
-		before, after := b.narrowOnTime(rtt, configured)
-		c.mu.Unlock()
-		if after < before {
-			c.log.Info("limiter round trips recovered; narrowing the widened tolerance", "scope", b.scope,
-				"rtt", rtt, "from", before, "to", after, "configured", configured)
-		}
 	}
 	if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > longWait {
 		for _, w := range batch {
