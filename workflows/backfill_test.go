@@ -37,8 +37,9 @@ type backfillHarness struct {
 	lake *sink.Local
 	acts *activities.Activities
 
-	mu    sync.Mutex
-	calls map[string]int // dataset from..to → Ingest calls
+	failMu sync.Mutex // serializes calls of fail
+	mu     sync.Mutex
+	calls  map[string]int // dataset from..to → Ingest calls
 	// fail, when set, decides a chunk's failure.
 	fail func(in activities.IngestInput, n int) error
 	// byRun counts the activities each workflow run scheduled.
@@ -108,7 +109,12 @@ func (h *backfillHarness) ingest(ctx context.Context, in activities.IngestInput)
 	n := h.calls[k]
 	h.mu.Unlock()
 	if h.fail != nil {
-		if err := h.fail(in, n); err != nil {
+		// Ingests run concurrently; the tests' fail functions keep
+		// state of their own, so they are called one at a time.
+		h.failMu.Lock()
+		err := h.fail(in, n)
+		h.failMu.Unlock()
+		if err != nil {
 			return activities.IngestResult{Dataset: in.Dataset}, err
 		}
 	}
