@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -276,6 +277,7 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 	}
 	start := time.Now()
 	resp, err := b.client.Do(req)
+	guard.done()
 	if err != nil {
 		cancel(nil)
 		if ctx.Err() != nil {
@@ -490,12 +492,54 @@ type sendGuard struct {
 	permit Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
 	wrote  atomic.Bool
 	err    error // Gate's refusal; read after the client returned
+
+	mu      sync.Mutex
+	leaving SendTracker   // the tracker of the permit the request left on
+	left    []SendTracker // every tracker whose request left, for done
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
 		GotConn:      g.gotConn,
-		WroteHeaders: func() { g.wrote.Store(true) },
+		WroteHeaders: g.wroteHeaders,
+	}
+}
+
+func (g *sendGuard) wroteHeaders() {
+	g.wrote.Store(true)
+	g.mu.Lock()
+	t := g.leaving
+	g.leaving = nil
+	g.mu.Unlock()
+	if t != nil {
+		t.Wrote(g.b.now())
+	}
+}
+
+// leave passes the permit's tracker its last check; true without one.
+func (g *sendGuard) leave() bool {
+	t := g.permit.Track
+	if t == nil {
+		return true
+	}
+	if !t.Leave(g.b.now()) {
+		return false
+	}
+	g.mu.Lock()
+	g.leaving = t
+	g.left = append(g.left, t)
+	g.mu.Unlock()
+	return true
+}
+
+// done tells every tracker whose request left that its round trip ended.
+func (g *sendGuard) done() {
+	g.mu.Lock()
+	left := g.left
+	g.left, g.leaving = nil, nil
+	g.mu.Unlock()
+	for _, t := range left {
+		t.Done(g.b.now())
 	}
 }
 
@@ -504,7 +548,7 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 		g.stop(info.Conn, g.err)
 		return
 	}
-	for n := 0; g.wrote.Load() || g.late(); n++ {
+	for n := 0; g.wrote.Load() || g.late() || !g.leave(); n++ {
 		if n == maxRegates {
 			g.stop(info.Conn, &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
 				Message: fmt.Sprintf("every permit expired before its request could leave (%d asked for)", n)})

@@ -89,6 +89,25 @@ type Permit struct {
 	// Deadline is the latest moment (on the connector's clock, Options.Now)
 	// the request may leave; the zero time means no deadline.
 	Deadline time.Time
+	// Track, if not nil, follows the request to the wire: a gate that
+	// spaces the process's later calls from the moment this one was
+	// written learns it here.
+	Track SendTracker
+}
+
+// SendTracker follows one permitted request (Permit.Track). Its methods
+// are called on the connector's clock, from net/http's goroutines.
+type SendTracker interface {
+	// Leave is the last check, once the request's connection is ready and
+	// just before it is written: false means the permit can no longer be
+	// used (its deadline passed, or its gate gave it up), and the request
+	// asks Gate again instead of leaving.
+	Leave(now time.Time) bool
+	// Wrote says the request's headers were written.
+	Wrote(now time.Time)
+	// Done says the request's round trip ended, answered or failed; it
+	// comes after Wrote, or instead of it when the write was not reported.
+	Done(now time.Time)
 }
 
 // Call kinds.

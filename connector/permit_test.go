@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,5 +285,80 @@ func TestATransportRetryGetsAPermitOfItsOwn(t *testing.T) {
 	}
 	if n := len(g.granted()); n != 3 {
 		t.Errorf("%d permits for 3 sends (/warm, /x and its retry)", n)
+	}
+}
+
+// tracker records what a permit's SendTracker is told, refusing the
+// first refuse Leaves.
+type tracker struct {
+	mu     sync.Mutex
+	refuse int
+	events []string
+	wrote  time.Time
+}
+
+func (k *tracker) Leave(time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.refuse > 0 {
+		k.refuse--
+		k.events = append(k.events, "refused")
+		return false
+	}
+	k.events = append(k.events, "leave")
+	return true
+}
+
+func (k *tracker) Wrote(now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.events, k.wrote = append(k.events, "wrote"), now
+}
+
+func (k *tracker) Done(time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.events = append(k.events, "done")
+}
+
+// TestPermitTrackerFollowsTheRequest: a permit's tracker hears, in order,
+// the last check before the write, the write (before the server saw the
+// request answered) and the end of the round trip; a tracker that refuses
+// the last check makes the request ask the gate again, and leave on the
+// new permit only.
+func TestPermitTrackerFollowsTheRequest(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arr.record(r.URL.Path) }))
+	t.Cleanup(srv.Close)
+	first, second := &tracker{refuse: 1}, &tracker{}
+	var mu sync.Mutex
+	calls := 0
+	b := newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
+		o.Now = clk.Now
+		o.Gate = func(context.Context, connector.Call) (connector.Permit, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			tr := first
+			if calls > 1 {
+				tr = second
+			}
+			return connector.Permit{Deadline: clk.Now().Add(slack), Track: tr}, nil
+		}
+	})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := strings.Join(first.events, ","); got != "refused" {
+		t.Errorf("the refusing permit's tracker heard %q, want only its refusal", got)
+	}
+	if got := strings.Join(second.events, ","); got != "leave,wrote,done" {
+		t.Errorf("the second permit's tracker heard %q, want leave,wrote,done", got)
+	}
+	if calls != 2 || len(arr.of("/x")) != 1 || second.wrote.IsZero() {
+		t.Errorf("%d gate calls, %d arrivals, wrote at %s; want 2, 1 and a write time", calls, len(arr.of("/x")), second.wrote)
 	}
 }
