@@ -154,6 +154,7 @@ func (s *scopeSim) slot(now time.Time) time.Time {
 	l := s.ledger
 	l.Grants = slices.Clone(s.ledger.Grants)
 	l.Days = slices.Clone(s.ledger.Days)
+	l.Chains = slices.Clone(s.ledger.Chains)
 	return reserve(&l, s.lim, now)
 }
 
@@ -165,9 +166,11 @@ func (s *scopeSim) commit(at time.Time) {
 
 // reserve asks the ledger for one grant from now on, waiting for the
 // slot (RetryIn) or the quota's reset as a client does, and returns it.
+// It asks as one worker process does, its grants chained (each sent at
+// its grant's time, which keeps every link).
 func reserve(l *ratelimit.Ledger, lim ratelimit.Limits, now time.Time) time.Time {
 	for {
-		ans := l.Reserve(now, lim, ratelimit.Ask{N: 1})
+		ans := l.Reserve(now, lim, ratelimit.Ask{N: 1, Rules: ratelimit.RulesChain, Caller: "plan", Chain: true})
 		switch {
 		case len(ans.Grants) > 0:
 			return ans.Grants[0].At

@@ -63,15 +63,27 @@ type Permit struct {
 	GrantID  uint64
 	SendAt   time.Time // local clock
 	Deadline time.Time // local clock
+	// Links are the process's own earlier grants of the scope this call
+	// keeps its distance from (a limiter of RulesChain): Wait and
+	// Client.Ready hold it back until each allows it.
+	Links []Link
+
+	client *Client
 }
 
-// Wait sleeps until the permit's send time and returns nil if the caller
-// is still within its send window, ErrLate if it is not (acquire again), or
-// the context's error. tick, if not nil, is called about every second while
-// waiting (activities heartbeat from it).
+// Wait sleeps until the permit's send time — and until its links allow
+// the call (Client.Ready) — and returns nil if the caller is still within
+// its send window, ErrLate if it is not (acquire again), or the context's
+// error. tick, if not nil, is called about every second while waiting
+// (activities heartbeat from it). A call sent after Wait is taken to have
+// been sent at its deadline (Client.Ready); one that reports its send
+// (Client.Track) lets the process's later calls follow it closer.
 func (p Permit) Wait(ctx context.Context, tick func()) error {
 	if err := sleepUntil(ctx, p.SendAt, tick); err != nil {
 		return err
+	}
+	if p.client != nil && len(p.Links) > 0 {
+		return p.client.Ready(ctx, []Permit{p})
 	}
 	if time.Now().After(p.Deadline) {
 		return ErrLate
@@ -115,6 +127,11 @@ type Client struct {
 	caller    string
 	log       *slog.Logger
 	fit       bool
+	noChain   bool
+
+	// sendCh is closed and replaced whenever a send record changes
+	// (guarded by mu): Ready waits on it.
+	sendCh chan struct{}
 
 	mu     sync.Mutex
 	scopes map[string]*batcher
@@ -131,6 +148,10 @@ type ClientStats struct {
 	LateBatch  int64         // batches discarded because the round trip exceeded the tolerance
 	Recoveries int64         // recover updates sent
 	MaxRTT     time.Duration // slowest acquire round trip
+	// LatePermits counts permits whose call could not leave before their
+	// deadline (Ready: the process stalled, or a link held it back too
+	// long); the call asked again.
+	LatePermits int64
 	// Tolerance is the tolerance the last acquire asked with (fitted to
 	// the round trips, or widened).
 	Tolerance time.Duration
@@ -146,6 +167,10 @@ type ClientOptions struct {
 	// tolerance leaves for jitter after the send (measured: a rejection
 	// under a load average of 19 on 2 cores). Off by default.
 	FitTolerance bool
+	// NoChain asks limiters for unchained grants, each window spaced from
+	// the latest send moment of the grants before it (for comparisons:
+	// chaining is what lets a long run approach the declared rate).
+	NoChain bool
 }
 
 // NewClient returns a limiter client over a Temporal client.
@@ -156,7 +181,8 @@ func NewClient(tc client.Client, opts ClientOptions) *Client {
 	}
 	host, _ := os.Hostname()
 	return &Client{
-		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{}, fit: opts.FitTolerance,
+		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{}, fit: opts.FitTolerance, noChain: opts.NoChain,
+		sendCh: make(chan struct{}),
 		caller: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
 	}
 }
@@ -219,6 +245,9 @@ type batcher struct {
 	rtts  []time.Duration
 	rules int
 	fit   bool // ClientOptions.FitTolerance
+	// sends are this process's grants of the scope (RulesChain), by
+	// ascending id: what its later grants' links are measured from.
+	sends []sendRecord
 	// recoverMu serializes this process's recoveries of the scope (the
 	// batcher and Warm may both find the limiter recovering);
 	// recoverFailures counts failed attempts to read the last run's state.
@@ -277,8 +306,12 @@ func (c *Client) Release(permits ...Permit) {
 		if p.GrantID != 0 {
 			b := c.batcher(p.Scope)
 			b.release = append(b.release, p.GrantID)
+			if r := b.send(p.GrantID); r != nil && r.state == sendHanded {
+				r.state = sendDropped
+			}
 		}
 	}
+	c.sendChanged()
 }
 
 // take removes from the pending waiters the next batch: the live waiters
@@ -409,7 +442,7 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	b.release = nil
 	c.mu.Unlock()
 	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority}, configured
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: !c.noChain}, configured
 }
 
 // retry puts a batch back after a failed update, or one the limiter
@@ -498,12 +531,22 @@ func (c *Client) deliver(b *batcher, batch []*waiter, resp AcquireResponse, rece
 	// permit sees it counted.
 	n := min(len(batch), len(resp.Grants), len(resp.Waits))
 	c.count(func(s *ClientStats) { s.Granted += int64(n) })
+	permits := make([]Permit, n)
+	for i := range permits {
+		at := received.Add(resp.Waits[i])
+		permits[i] = Permit{Scope: b.scope, GrantID: resp.Grants[i].ID, SendAt: at, Deadline: at.Add(slack), client: c}
+		if i < len(resp.Links) {
+			permits[i].Links = resp.Links[i]
+		}
+	}
+	if resp.Rules >= RulesChain {
+		c.recordSends(b, permits, received)
+	}
 	var again []*waiter
 	for i, w := range batch {
 		switch {
 		case i < n:
-			at := received.Add(resp.Waits[i])
-			w.res <- result{permit: Permit{Scope: b.scope, GrantID: resp.Grants[i].ID, SendAt: at, Deadline: at.Add(slack)}}
+			w.res <- result{permit: permits[i]}
 		case resp.Quota != nil:
 			w.res <- result{err: &QuotaError{Scope: b.scope, QuotaExhausted: *resp.Quota}}
 		default:

@@ -205,7 +205,7 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	if t != nil {
 		t.mu.Unlock()
 	}
-	var grant connector.Permit
+	grant := connector.Permit{Track: g.client.Track(permits)}
 	for _, p := range permits {
 		if grant.Deadline.IsZero() || p.Deadline.Before(grant.Deadline) {
 			grant.Deadline = p.Deadline
@@ -240,12 +240,13 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio 
 			}
 		}
 		if !at.After(end) {
-			if err := sleepUntil(ctx, at, nil); err != nil {
+			err := g.client.Ready(ctx, held)
+			if err == nil {
+				return held, nil
+			}
+			if !errors.Is(err, ErrLate) {
 				g.client.Release(held...)
 				return nil, err
-			}
-			if !time.Now().After(end) {
-				return held, nil
 			}
 			// Late (the process stalled): give all back, start over.
 			g.client.Release(held...)

@@ -37,6 +37,24 @@ const (
 	// yieldPoll is when a backfill held back by waiting daily callers asks
 	// again.
 	yieldPoll = 100 * time.Millisecond
+	// ChainMargin is what a chained grant keeps after its caller's own
+	// earlier send, beyond the window and slack (RulesChain): room for the
+	// provider to see the earlier request later than it was written (its
+	// server, or the network, holding it back) without the two falling
+	// into one window.
+	ChainMargin = 10 * time.Millisecond
+	// chainLead places a chained grant this much after the earliest moment
+	// its chain allows, so that the caller's wake-up and connection time
+	// after each send do not accumulate from window to window.
+	chainLead = 3 * time.Millisecond
+	// chainMaxWindow is the longest window (or interval) a grant is
+	// chained over; longer ones are spaced from the earlier grant's
+	// latest send, whose tolerance they hardly notice, and the caller need
+	// not remember its sends that long.
+	chainMaxWindow = time.Minute
+	// maxChains bounds the chaining callers a ledger remembers; past it,
+	// callers no grant of the log names are forgotten.
+	maxChains = 32
 )
 
 // Ledger rules. A limiter run records the rules it follows
@@ -51,6 +69,13 @@ const (
 	// calls, and backfills use only the quota the day's reserved demand
 	// leaves.
 	RulesPriority = 1
+	// RulesChain: RulesPriority, and a caller that chains (Ask.Chain)
+	// gets grants spaced from its own earlier grants' times rather than
+	// their latest send moments, each with Links it keeps: it sends no
+	// earlier than each link's Gap after its own earlier send. A window's
+	// tolerance is then spent once per run of a caller's calls, not per
+	// window.
+	RulesChain = 2
 )
 
 // Grant is one call the ledger allowed: its id (unique within the scope's
@@ -66,6 +91,23 @@ type Grant struct {
 	Late time.Time `json:"late,omitempty"`
 	// Backfill says the grant counts against the day's backfill share.
 	Backfill bool `json:"backfill,omitempty"`
+	// Until (RulesChain) is the latest moment this grant itself may be
+	// sent, At plus its caller's tolerance, where that is before Late;
+	// zero means Late (a grant of the earlier rules: Late, or At plus the
+	// effective tolerance, stands for it).
+	Until time.Time `json:"until,omitempty"`
+	// Chain (RulesChain) is 1 + the index in Ledger.Chains of the caller
+	// the grant went to, when that caller chains its sends; 0 otherwise.
+	Chain uint32 `json:"chain,omitempty"`
+}
+
+// Link is what a chained grant keeps of its caller's earlier sends: it
+// is sent no earlier than Gap after the latest moment the caller sent
+// (wrote) any of its own grants with an id up to ID — or, for a grant the
+// caller cannot say it sent or dropped, after its deadline.
+type Link struct {
+	ID  uint64        `json:"id"`
+	Gap time.Duration `json:"gap"`
 }
 
 // Waiting is a daily caller that was left waiting by its last answer (the
@@ -104,6 +146,9 @@ type Ledger struct {
 	// Waiting are the daily callers waiting for a slot (RulesPriority),
 	// sorted by caller.
 	Waiting []Waiting `json:"waiting,omitempty"`
+	// Chains are the callers that chain their grants (RulesChain), named
+	// by Grant.Chain.
+	Chains []string `json:"chains,omitempty"`
 
 	// Backoff (AIMD). Factor multiplies every rate while backing off (0
 	// means 1); it was set at ChangedAt and grows by AdditiveIncrease per
@@ -186,6 +231,10 @@ type Ask struct {
 	// Tolerance is how late after its grant the caller may send (0:
 	// lim.Tolerance); the ledger spaces later grants from it.
 	Tolerance time.Duration
+	// Chain (RulesChain) says the caller keeps the Links of its grants:
+	// it remembers when it sent each of its grants, and holds each call
+	// back until every link allows it. Needs Caller.
+	Chain bool
 }
 
 // Answer is what Reserve grants.
@@ -202,6 +251,9 @@ type Answer struct {
 	RetryIn time.Duration
 	// Yielded says a backfill ask got nothing because daily callers wait.
 	Yielded bool
+	// Links (RulesChain, a chaining caller) are, per grant, the caller's
+	// own earlier grants it must keep its distance from.
+	Links [][]Link
 }
 
 // Reserve grants up to ask.N calls at or after now and returns them.
@@ -304,8 +356,13 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	maxWait := min(max(ask.MaxWait, 0), MaxAhead)
 	notBefore := now.Add(max(ask.Delay, 0))
 	l.pruneDays(now, loc)
+	var chain uint32
+	if ask.Rules >= RulesChain && ask.Chain && ask.Caller != "" {
+		chain = l.chainOf(ask.Caller)
+	}
 	var ans Answer
 	for range ask.N {
+		var links []Link
 		g := notBefore
 		if l.PausedUntil.After(g) {
 			g = l.PausedUntil
@@ -324,14 +381,33 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				}
 				return l.Grants[i].At.Add(lim.Tolerance)
 			}
+			// space is the earliest moment a grant may follow grant i by
+			// length: after i's (and every earlier grant's) latest send,
+			// or, for a chaining caller, after its own earlier grants' times
+			// (the caller keeps the link) and the others' latest sends.
+			space := func(i int, length time.Duration) time.Time {
+				gap := stretch(length) + slack
+				if chain == 0 || length > chainMaxWindow {
+					return lateOf(i).Add(gap)
+				}
+				other, ownID, ownAt := l.chainFrom(i, chain, lim)
+				t := other.Add(gap)
+				if ownID != 0 {
+					links = append(links, Link{ID: ownID, Gap: gap + ChainMargin})
+					if o := ownAt.Add(gap + ChainMargin + chainLead); o.After(t) {
+						t = o
+					}
+				}
+				return t
+			}
 			if lim.MinInterval > 0 {
-				if t := lateOf(k - 1).Add(stretch(lim.MinInterval) + slack); t.After(g) {
+				if t := space(k-1, lim.MinInterval); t.After(g) {
 					g = t
 				}
 			}
 			for _, w := range lim.Windows {
 				if k >= w.Count {
-					if t := lateOf(k - w.Count).Add(stretch(w.Length) + slack); t.After(g) {
+					if t := space(k-w.Count, w.Length); t.After(g) {
 						g = t
 					}
 				}
@@ -391,6 +467,14 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			}
 			gr.Backfill = backfill
 		}
+		if ask.Rules >= RulesChain {
+			// Until is kept only where the running maximum (Late) hides
+			// it: a zero Until stands for Late.
+			if u := g.Add(tol).UTC(); u.Before(gr.Late) {
+				gr.Until = u
+			}
+			gr.Chain = chain
+		}
 		l.Grants = append(l.Grants, gr)
 		if len(l.Grants) > keep {
 			l.Grants = append(l.Grants[:0], l.Grants[len(l.Grants)-keep:]...)
@@ -398,8 +482,94 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 		}
 		l.Granted++
 		ans.Grants = append(ans.Grants, gr)
+		if chain != 0 {
+			ans.Links = append(ans.Links, links)
+		}
 	}
 	return ans
+}
+
+// until is the latest moment grant g itself may be sent.
+func until(g Grant, lim Limits) time.Time {
+	if !g.Until.IsZero() {
+		return g.Until
+	}
+	return late(g, lim)
+}
+
+// chainFrom looks back from grant i for what a chaining caller's grant
+// must keep its distance from: the latest send moment of the other
+// callers' grants up to i (other), and the caller's own latest grant up to
+// i (ownID, 0 if none; its time ownAt), whose send, and its earlier own
+// grants' sends, the caller keeps the link to. An own grant of a
+// tolerance no wider than a link's cost counts as another's. It stops at the first grant
+// whose latest send moment — a running maximum — is no later than what it
+// found: no grant before can be sent after it. Grants dropped from a
+// trimmed log count at the first kept grant's latest send moment.
+func (l *Ledger) chainFrom(i int, me uint32, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
+	var best time.Time
+	for m := i; m >= 0; m-- {
+		g := l.Grants[m]
+		if !late(g, lim).After(best) {
+			return other, ownID, ownAt
+		}
+		// An own grant whose tolerance is below what a link costs
+		// (ChainMargin + chainLead) is cheaper counted at its latest send.
+		if g.Chain == me && until(g, lim).Sub(g.At) > ChainMargin+chainLead {
+			if ownID == 0 {
+				ownID, ownAt = g.ID, g.At
+				if g.At.After(best) {
+					best = g.At
+				}
+			}
+			continue
+		}
+		if u := until(g, lim); u.After(other) {
+			other = u
+			if u.After(best) {
+				best = u
+			}
+		}
+	}
+	if l.Trimmed && len(l.Grants) > 0 {
+		if t := late(l.Grants[0], lim); t.After(other) {
+			other = t
+		}
+	}
+	return other, ownID, ownAt
+}
+
+// chainOf returns the Grant.Chain of a chaining caller, adding it to
+// Chains; past maxChains, callers no grant of the log names are forgotten
+// first (the others' numbers change with them).
+func (l *Ledger) chainOf(caller string) uint32 {
+	if i := slices.Index(l.Chains, caller); i >= 0 {
+		return uint32(i + 1)
+	}
+	if len(l.Chains) >= maxChains {
+		used := make([]bool, len(l.Chains)+1)
+		for _, g := range l.Grants {
+			if int(g.Chain) < len(used) {
+				used[g.Chain] = true
+			}
+		}
+		renum := make([]uint32, len(l.Chains)+1)
+		var kept []string
+		for i, c := range l.Chains {
+			if used[i+1] {
+				kept = append(kept, c)
+				renum[i+1] = uint32(len(kept))
+			}
+		}
+		for j := range l.Grants {
+			if c := l.Grants[j].Chain; int(c) < len(renum) {
+				l.Grants[j].Chain = renum[c]
+			}
+		}
+		l.Chains = kept
+	}
+	l.Chains = append(l.Chains, caller)
+	return uint32(len(l.Chains))
 }
 
 // exhausted says the quota leaves no call before next: the day's quota,

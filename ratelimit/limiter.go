@@ -61,6 +61,9 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 		rules = RulesPriority
 		s.ledger.StampLate(s.effective)
 	}
+	if rules >= RulesPriority && workflow.GetVersion(ctx, chainChange, workflow.DefaultVersion, 1) >= 1 {
+		rules = RulesChain
+	}
 	s.rules = rules
 	log := workflow.GetLogger(ctx)
 	handled := 0
@@ -75,9 +78,10 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 			lim := s.effective
 			s.ledger.Release(req.Release, lim)
 			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
-				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits)})
+				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
+				Chain: req.Chain && req.Caller != ""})
 			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
-				Rules: rules, Yielded: ans.Yielded}
+				Rules: rules, Yielded: ans.Yielded, Links: ans.Links}
 			for _, g := range ans.Grants {
 				resp.Waits = append(resp.Waits, g.At.Sub(now))
 			}
@@ -163,6 +167,9 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 
 // priorityChange is the workflow.GetVersion change id of RulesPriority.
 const priorityChange = "limiter-priority"
+
+// chainChange is the workflow.GetVersion change id of RulesChain.
+const chainChange = "limiter-chain"
 
 func caller(c string) string {
 	if c == "" {

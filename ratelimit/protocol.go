@@ -84,6 +84,9 @@ type AcquireRequest struct {
 	// value) before backfill (Ask.Priority). A limiter of the legacy rules
 	// ignores it.
 	Priority connector.Priority `json:"priority,omitempty"`
+	// Chain says the caller keeps the links of its grants (Ask.Chain). A
+	// limiter before RulesChain ignores it and sends no links.
+	Chain bool `json:"chain,omitempty"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
@@ -111,6 +114,9 @@ type AcquireResponse struct {
 	Rules int `json:"rules,omitempty"`
 	// Yielded says a backfill got nothing because daily callers wait.
 	Yielded bool `json:"yielded,omitempty"`
+	// Links are, per grant, the caller's own earlier grants it must keep
+	// its distance from (RulesChain, a chaining caller; Ledger.Reserve).
+	Links [][]Link `json:"links,omitempty"`
 }
 
 // PenalizeRequest reports that the provider answered with its rate-limit

@@ -1,0 +1,274 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/connector"
+)
+
+// Chained grants (RulesChain). A limiter spaces each window from the
+// latest moment the grants before it may be sent: their grant time plus
+// the caller's tolerance, which covers the round trip to the limiter and
+// the caller's wake-up. Over a long run that costs one tolerance per
+// window. A process that remembers when it actually wrote each of its
+// requests can do better for its own calls: the limiter spaces a grant
+// from the process's own earlier grants' times, and the process holds the
+// call back until it is at least the link's gap after its own earlier
+// sends. The tolerance is then spent once per run of the process's calls
+// (the first window, and against other processes' grants), and a long run
+// comes within ChainMargin of the declared rate.
+
+// sendState is what a process knows of one of its grants.
+type sendState uint8
+
+const (
+	// sendHanded: handed to a caller, not yet leaving. Until its
+	// deadline it may still be sent; past it, a caller that reports its
+	// sends (Track) can no longer send it, and one that does not is
+	// taken to have sent it at the deadline.
+	sendHanded sendState = iota
+	// sendLeaving: its request passed the last check (at) and is being
+	// written.
+	sendLeaving
+	// sendWrote: its request was written at at.
+	sendWrote
+	// sendDone: its round trip ended at at without a report of the write
+	// (it may have been written up to then).
+	sendDone
+	// sendDropped: never sent (released, or refused at Leave).
+	sendDropped
+)
+
+// keepSends is how long a process remembers its sends: past the longest
+// chained window, the limiter's horizon and the widest tolerance, no link
+// can name them.
+const keepSends = chainMaxWindow + MaxAhead + maxTolerance + time.Second
+
+// stuckLeave is how long a request that left is waited for before it is
+// taken to have been written then, although its connector never said so
+// (it always does when its round trip ends).
+const stuckLeave = 10 * time.Second
+
+type sendRecord struct {
+	id       uint64
+	deadline time.Time // local clock
+	state    sendState
+	at       time.Time // local clock: when it left, was written or was done
+}
+
+// anchor is the latest moment the record's request was (or may yet be)
+// sent, as far as is known at now; pending says it is not known yet.
+func (r *sendRecord) anchor(now time.Time) (t time.Time, pending, sent bool) {
+	switch r.state {
+	case sendWrote, sendDone:
+		return r.at, false, true
+	case sendLeaving:
+		if now.Sub(r.at) > stuckLeave {
+			return r.at.Add(stuckLeave), false, true
+		}
+		return time.Time{}, true, false
+	case sendHanded:
+		if now.After(r.deadline) {
+			return r.deadline, false, true
+		}
+		return time.Time{}, true, false
+	}
+	return time.Time{}, false, false
+}
+
+// send returns the batcher's record of grant id, or nil; c.mu held.
+func (b *batcher) send(id uint64) *sendRecord {
+	i, ok := slices.BinarySearchFunc(b.sends, id, func(r sendRecord, id uint64) int {
+		switch {
+		case r.id < id:
+			return -1
+		case r.id > id:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return nil
+	}
+	return &b.sends[i]
+}
+
+// recordSends remembers the permits of an answer as handed out, and
+// forgets records too old for any link.
+func (c *Client) recordSends(b *batcher, permits []Permit, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := 0
+	for old < len(b.sends) {
+		r := b.sends[old]
+		if now.Sub(r.deadline) < keepSends || now.Sub(r.at) < keepSends {
+			break
+		}
+		old++
+	}
+	b.sends = b.sends[old:]
+	for _, p := range permits {
+		if k := len(b.sends); k > 0 && b.sends[k-1].id >= p.GrantID {
+			continue // ids only grow; a repeat (never expected) is ignored
+		}
+		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline})
+	}
+}
+
+// sendChanged wakes the callers waiting in Ready; c.mu held.
+func (c *Client) sendChanged() {
+	close(c.sendCh)
+	c.sendCh = make(chan struct{})
+}
+
+// Ready waits until the permits allow the call: their send time, and
+// every link — no earlier than the link's gap after the latest send of
+// this process's own grants of the scope up to the link's id (a grant
+// still being sent is waited for; one handed out but never reported sent
+// counts at its deadline). It returns ErrLate when that moment falls after
+// a permit's deadline, or the context's error.
+func (c *Client) Ready(ctx context.Context, permits []Permit) error {
+	err := c.ready(ctx, permits)
+	if errors.Is(err, ErrLate) {
+		c.count(func(s *ClientStats) { s.LatePermits++ })
+	}
+	return err
+}
+
+func (c *Client) ready(ctx context.Context, permits []Permit) error {
+	for {
+		now := time.Now()
+		at, end := now, time.Time{}
+		pending := false
+		var next time.Time // when a handed grant it waits for turns past its deadline
+		c.mu.Lock()
+		for _, p := range permits {
+			if p.SendAt.After(at) {
+				at = p.SendAt
+			}
+			if end.IsZero() || p.Deadline.Before(end) {
+				end = p.Deadline
+			}
+			if len(p.Links) == 0 {
+				continue
+			}
+			b := c.batcher(p.Scope)
+			for _, l := range p.Links {
+				for i := range b.sends {
+					r := &b.sends[i]
+					if r.id > l.ID {
+						break
+					}
+					t, wait, sent := r.anchor(now)
+					switch {
+					case wait:
+						pending = true
+						if r.state == sendHanded && (next.IsZero() || r.deadline.Before(next)) {
+							next = r.deadline
+						}
+					case sent:
+						if t = t.Add(l.Gap); t.After(at) {
+							at = t
+						}
+					}
+				}
+			}
+		}
+		ch := c.sendCh
+		c.mu.Unlock()
+		if at.After(end) {
+			return ErrLate
+		}
+		if !pending {
+			if err := sleepUntil(ctx, at, nil); err != nil {
+				return err
+			}
+			if time.Now().After(end) {
+				return ErrLate
+			}
+			return nil
+		}
+		// Wait for the earlier send to be reported, or to turn past its
+		// deadline; never past this call's own.
+		until := end
+		if !next.IsZero() && next.Before(until) {
+			until = next
+		}
+		tm := time.NewTimer(max(time.Until(until), 0) + time.Microsecond)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return ctx.Err()
+		case <-ch:
+		case <-tm.C:
+		}
+		tm.Stop()
+		if time.Now().After(end) {
+			return ErrLate
+		}
+	}
+}
+
+// Track returns what follows the permits' request to the wire
+// (connector.Permit.Track): its last check before the write, the write,
+// and the end of its round trip, so that the process's later grants are
+// spaced from when it was written.
+func (c *Client) Track(permits []Permit) connector.SendTracker {
+	return sendTracker{c: c, permits: slices.Clone(permits)}
+}
+
+type sendTracker struct {
+	c       *Client
+	permits []Permit
+}
+
+// Leave is the last check before the request is written: false, and every
+// permit is dropped, when one is past its deadline or no longer handed
+// out (released).
+func (t sendTracker) Leave(now time.Time) bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := true
+	for _, p := range t.permits {
+		if now.After(p.Deadline) {
+			ok = false
+		}
+		if r := c.batcher(p.Scope).send(p.GrantID); r != nil && r.state != sendHanded {
+			ok = false
+		}
+	}
+	for _, p := range t.permits {
+		if r := c.batcher(p.Scope).send(p.GrantID); r != nil && r.state == sendHanded {
+			if ok {
+				r.state, r.at = sendLeaving, now
+			} else {
+				r.state = sendDropped
+			}
+		}
+	}
+	c.sendChanged()
+	return ok
+}
+
+// Wrote records that the request was written at now.
+func (t sendTracker) Wrote(now time.Time) { t.settle(now, sendWrote) }
+
+// Done records that the request's round trip ended at now: a request that
+// left without a report of its write counts as written then.
+func (t sendTracker) Done(now time.Time) { t.settle(now, sendDone) }
+
+func (t sendTracker) settle(now time.Time, st sendState) {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range t.permits {
+		if r := c.batcher(p.Scope).send(p.GrantID); r != nil && r.state == sendLeaving {
+			r.state, r.at = st, now
+		}
+	}
+	c.sendChanged()
+}
