@@ -32,6 +32,9 @@ func TestReplay(t *testing.T) {
 		// A limiter recorded before priorities, the backfill share and
 		// per-grant tolerances (workflow.GetVersion "limiter-priority").
 		ratelimit.WorkflowName + "2": "scope-limiter-v2.json",
+		// A limiter recorded before chained grants (workflow.GetVersion
+		// "limiter-chain").
+		ratelimit.WorkflowName + "3": "scope-limiter-v3.json",
 		events.WorkflowName + "1":    "ops-events-v1.json",
 		workflows.RefetchName:        "refetch.json",
 		// A daily run that compared revisions (the histories above were
