@@ -265,9 +265,11 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		cancel(nil)
 		return nil, nil, err
 	}
-	guard := &sendGuard{b: b, ctx: ctx, call: x.Call, cancel: cancel}
+	gated := x.Call
+	gated.Tracks = true // the guard reports to Permit.Track
+	guard := &sendGuard{b: b, ctx: ctx, call: gated, cancel: cancel}
 	if b.gate != nil {
-		p, err := b.gate(ctx, x.Call)
+		p, err := b.gate(ctx, gated)
 		if err != nil {
 			cancel(nil)
 			return nil, nil, b.gateError(x.Call, err)

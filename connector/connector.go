@@ -40,6 +40,10 @@ type Call struct {
 	Probe    bool   // the data call is a probe
 	// Priority is the call's class at the scope limiter (Request.Priority).
 	Priority Priority
+	// Tracks says the caller reports the request's way to the wire
+	// through Permit.Track (Base does, for every request it gates), so a
+	// gate may give a permit whose use counts on those reports.
+	Tracks bool
 }
 
 // Priority is the class of a call at the scope limiter: when calls of

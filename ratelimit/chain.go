@@ -112,7 +112,10 @@ func (c *Client) recordSends(b *batcher, permits []Permit, now time.Time) {
 	b.sends = b.sends[old:]
 	for _, p := range permits {
 		if k := len(b.sends); k > 0 && b.sends[k-1].id >= p.GrantID {
-			continue // ids only grow; a repeat (never expected) is ignored
+			// Ids only grow within a ledger; a smaller one comes from a
+			// ledger started afresh, whose links name none of the old
+			// grants.
+			b.sends = b.sends[:0]
 		}
 		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline})
 	}
@@ -183,8 +186,12 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 			return ErrLate
 		}
 		if !pending {
+			slept := at.After(time.Now())
 			if err := sleepUntil(ctx, at, nil); err != nil {
 				return err
+			}
+			if slept {
+				c.observeJitter(time.Since(at)) // how late it woke
 			}
 			if time.Now().After(end) {
 				return ErrLate
@@ -267,8 +274,55 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 	defer c.mu.Unlock()
 	for _, p := range t.permits {
 		if r := c.batcher(p.Scope).send(p.GrantID); r != nil && r.state == sendLeaving {
+			if st == sendWrote {
+				c.jitter.add(now.Sub(r.at))
+			}
 			r.state, r.at = st, now
 		}
 	}
 	c.sendChanged()
+}
+
+// jitterSamples is how many recent delays the chain margin looks at.
+const jitterSamples = 64
+
+// jitter keeps the process's recent scheduling delays: how late it woke
+// for a send, and how long a request took from its last check to its
+// write. A process on a busy machine is late, and so is a provider's
+// server on it (the simulator's, here) in counting what arrives.
+type jitter struct {
+	samples [jitterSamples]time.Duration
+	n       int
+}
+
+func (j *jitter) add(d time.Duration) {
+	j.samples[j.n%jitterSamples] = max(d, 0)
+	j.n++
+}
+
+func (j *jitter) max() time.Duration {
+	var m time.Duration
+	for _, d := range j.samples[:min(j.n, jitterSamples)] {
+		m = max(m, d)
+	}
+	return m
+}
+
+// chainMargin is the margin the process asks its chained grants to keep:
+// twice its largest recent delay, at least ChainMargin, and at most the
+// tolerance (where a chained grant costs what an unchained one does, and
+// the ledger spaces it as one).
+func (c *Client) chainMargin(tolerance time.Duration) time.Duration {
+	c.mu.Lock()
+	m := 2 * c.jitter.max()
+	c.mu.Unlock()
+	m = min(max(m, ChainMargin), max(tolerance, ChainMargin))
+	c.count(func(s *ClientStats) { s.ChainMargin = m })
+	return m
+}
+
+func (c *Client) observeJitter(d time.Duration) {
+	c.mu.Lock()
+	c.jitter.add(d)
+	c.mu.Unlock()
 }

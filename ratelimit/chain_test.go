@@ -54,6 +54,15 @@ func TestReserveChainsOwnWindows(t *testing.T) {
 		t.Errorf("links %+v: the fourth grant keeps its distance from a's own grant 4; the fifth, spaced from the unchained grant sent after a's four, needs no link", own.Links)
 	}
 
+	// A caller whose margin is its tolerance gains nothing from a link:
+	// its grants are spaced as unchained ones.
+	var w Ledger
+	w.Reserve(t0, lim, Ask{N: 5, Rules: RulesChain, Caller: "a", Chain: true, Margin: lim.Tolerance})
+	wide := w.Reserve(t0.Add(900*time.Millisecond), lim, Ask{N: 1, Rules: RulesChain, Caller: "a", Chain: true, Margin: lim.Tolerance})
+	if want := t0.Add(lim.Tolerance + time.Second + slack); len(wide.Grants) != 1 || !wide.Grants[0].At.Equal(want) || len(wide.Links[0]) != 0 {
+		t.Errorf("margin = tolerance: %+v, links %+v; want an unlinked grant at %s", wide.Grants, wide.Links, want.Sub(t0))
+	}
+
 	// A limiter of the priority rules ignores Chain.
 	var p Ledger
 	p.Reserve(t0, lim, Ask{N: 5, Rules: RulesPriority, Caller: "a", Chain: true})
@@ -102,7 +111,8 @@ func TestChainProperty(t *testing.T) {
 				continue
 			}
 			tol := time.Duration(1+rng.IntN(int(lim.Tolerance/time.Millisecond))) * time.Millisecond
-			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesChain, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol})
+			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesChain, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol,
+				Margin: time.Duration(rng.IntN(30)) * time.Millisecond})
 			for i, g := range ans.Grants {
 				// The client's clock maps the grant up to a round trip late.
 				send := g.At.Add(time.Duration(rng.Int64N(int64(tol)/2 + 1)))
@@ -196,5 +206,43 @@ func TestReadyFollowsOwnSends(t *testing.T) {
 	}
 	if c.Track([]Permit{{Scope: "s", GrantID: 2, Deadline: now.Add(30 * time.Millisecond)}}).Leave(time.Now()) {
 		t.Error("a grant past its deadline could leave")
+	}
+}
+
+// TestRecordSendsStartsOverWithAFreshLedger: grant ids that go back (a
+// limiter started afresh) replace the process's records, so that a new
+// grant is never missing from them.
+func TestRecordSendsStartsOverWithAFreshLedger(t *testing.T) {
+	c := NewClient(nil, ClientOptions{})
+	b := c.batcher("s")
+	now := time.Now()
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 7, Deadline: now}, {Scope: "s", GrantID: 8, Deadline: now}}, now)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, Deadline: now}}, now)
+	if len(b.sends) != 1 || b.sends[0].id != 1 {
+		t.Fatalf("records %+v, want grant 1's alone", b.sends)
+	}
+}
+
+// TestChainMarginFollowsTheProcessesDelays: the margin a client asks for
+// is twice its largest recent delay, at least ChainMargin and at most the
+// tolerance, and comes back down once the slow samples are old.
+func TestChainMarginFollowsTheProcessesDelays(t *testing.T) {
+	c := NewClient(nil, ClientOptions{})
+	if got := c.chainMargin(50 * time.Millisecond); got != ChainMargin {
+		t.Errorf("no delays: margin %s, want %s", got, ChainMargin)
+	}
+	c.observeJitter(12 * time.Millisecond)
+	if got := c.chainMargin(50 * time.Millisecond); got != 24*time.Millisecond {
+		t.Errorf("a 12 ms delay: margin %s, want 24ms", got)
+	}
+	c.observeJitter(40 * time.Millisecond)
+	if got := c.chainMargin(50 * time.Millisecond); got != 50*time.Millisecond {
+		t.Errorf("a 40 ms delay: margin %s, want the 50ms tolerance", got)
+	}
+	for range jitterSamples {
+		c.observeJitter(time.Millisecond)
+	}
+	if got := c.chainMargin(50 * time.Millisecond); got != ChainMargin {
+		t.Errorf("after %d fast samples: margin %s, want %s", jitterSamples, got, ChainMargin)
 	}
 }

@@ -130,8 +130,10 @@ type Client struct {
 	noChain   bool
 
 	// sendCh is closed and replaced whenever a send record changes
-	// (guarded by mu): Ready waits on it.
+	// (guarded by mu): Ready waits on it. jitter (guarded by mu) holds
+	// the process's recent scheduling delays.
 	sendCh chan struct{}
+	jitter jitter
 
 	mu     sync.Mutex
 	scopes map[string]*batcher
@@ -152,6 +154,8 @@ type ClientStats struct {
 	// deadline (Ready: the process stalled, or a link held it back too
 	// long); the call asked again.
 	LatePermits int64
+	// ChainMargin is the margin the last chained acquire asked for.
+	ChainMargin time.Duration
 	// Tolerance is the tolerance the last acquire asked with (fitted to
 	// the round trips, or widened).
 	Tolerance time.Duration
@@ -215,6 +219,11 @@ type AcquireOptions struct {
 	// Priority is the call's class: daily callers (the zero value) are
 	// served before backfill callers, in this process and at the limiter.
 	Priority connector.Priority
+	// Chain asks for a chained grant (RulesChain): the caller reports its
+	// request's way to the wire through Client.Track, so the process's
+	// later grants may follow it closer. Without reports a chained permit
+	// counts as sent at its deadline, which can push the next one late.
+	Chain bool
 }
 
 type waiter struct {
@@ -315,7 +324,7 @@ func (c *Client) Release(permits ...Permit) {
 }
 
 // take removes from the pending waiters the next batch: the live waiters
-// of the first daily waiter's class and Delay (the first waiter's when no
+// of the first daily waiter's class, Delay and Chain (the first waiter's when no
 // daily one waits), at most MaxBatch.
 func (c *Client) take(b *batcher) []*waiter {
 	c.mu.Lock()
@@ -334,7 +343,7 @@ func (c *Client) take(b *batcher) []*waiter {
 			// Gone: its caller already returned (this ends the goroutine
 			// that waits to give back a late permit).
 			w.res <- result{err: w.ctx.Err()}
-		case len(batch) < MaxBatch && w.opts.Delay == lead.opts.Delay && w.opts.Priority == lead.opts.Priority:
+		case len(batch) < MaxBatch && w.opts.Delay == lead.opts.Delay && w.opts.Priority == lead.opts.Priority && w.opts.Chain == lead.opts.Chain:
 			batch = append(batch, w)
 		default:
 			rest = append(rest, w)
@@ -442,7 +451,7 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	b.release = nil
 	c.mu.Unlock()
 	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: !c.noChain}, configured
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: batch[0].opts.Chain && !c.noChain, Margin: c.chainMargin(configured)}, configured
 }
 
 // retry puts a batch back after a failed update, or one the limiter
@@ -488,7 +497,7 @@ func (c *Client) answer(b *batcher, batch []*waiter, req AcquireRequest, configu
 		}
 		return
 	}
-	c.deliver(b, batch, resp, received, tol-rtt)
+	c.deliver(b, batch, req, resp, received, tol-rtt)
 	if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > 0 {
 		// No slot within MaxAhead, or a backfill yielding to daily
 		// callers: the waiters wait here, not in the ledger.
@@ -526,7 +535,7 @@ func (c *Client) lateAnswer(b *batcher, rtt, tol, configured time.Duration, resp
 
 // deliver hands the answer's grants to the batch's waiters in order; the
 // rest get the quota error, or wait for the next round.
-func (c *Client) deliver(b *batcher, batch []*waiter, resp AcquireResponse, received time.Time, slack time.Duration) {
+func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp AcquireResponse, received time.Time, slack time.Duration) {
 	// Count before handing out, so a caller that reads Stats after its
 	// permit sees it counted.
 	n := min(len(batch), len(resp.Grants), len(resp.Waits))
@@ -539,7 +548,7 @@ func (c *Client) deliver(b *batcher, batch []*waiter, resp AcquireResponse, rece
 			permits[i].Links = resp.Links[i]
 		}
 	}
-	if resp.Rules >= RulesChain {
+	if req.Chain && resp.Rules >= RulesChain {
 		c.recordSends(b, permits, received)
 	}
 	var again []*waiter

@@ -172,7 +172,7 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	stop := keepAlive(ctx)
 	defer stop()
 	start := time.Now()
-	permits, err := g.hold(ctx, scopes, call.Priority)
+	permits, err := g.hold(ctx, scopes, call.Priority, call.Tracks)
 	if err != nil {
 		var q *QuotaError
 		if errors.As(err, &q) {
@@ -221,12 +221,12 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 // than it, and gives back the ones replaced (by grant id: the slots go to
 // other callers). A permit that expired while waiting is given back and
 // asked for again. With one scope this is acquire, wait, send.
-func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio connector.Priority) ([]Permit, error) {
+func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio connector.Priority, chain bool) ([]Permit, error) {
 	held := make([]Permit, len(scopes))
 	have := make([]bool, len(scopes))
 	var delay time.Duration
 	for round := 0; round < maxAlign; round++ {
-		if err := g.acquireMissing(ctx, scopes, held, have, delay, prio); err != nil {
+		if err := g.acquireMissing(ctx, scopes, held, have, delay, prio, chain); err != nil {
 			g.client.Release(heldOnly(held, have)...)
 			return nil, err
 		}
@@ -269,7 +269,7 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio 
 }
 
 // acquireMissing asks every scope without a held permit for one, at once.
-func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInstance, held []Permit, have []bool, delay time.Duration, prio connector.Priority) error {
+func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInstance, held []Permit, have []bool, delay time.Duration, prio connector.Priority, chain bool) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(scopes))
 	for i, s := range scopes {
@@ -279,7 +279,7 @@ func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInsta
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: delay, Priority: prio})
+			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: delay, Priority: prio, Chain: chain})
 			if err != nil {
 				var q *QuotaError
 				var w *WaitError

@@ -52,7 +52,16 @@ func twinRegistry(t *testing.T, tz string) *registry.Registry {
 // counts exactly the calls sent. (The old gate acquired scope after scope
 // and left the permits that expired meanwhile counted: 221 of the quota for
 // these 12 calls.)
+//
+// It runs twice: with calls that report their sends (Call.Tracks, as a
+// connector's are: chained grants) and with calls that do not.
 func TestGateHoldsEveryScopeAtOnce(t *testing.T) {
+	for _, tracks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tracks=%t", tracks), func(t *testing.T) { testGateHoldsEveryScopeAtOnce(t, tracks) })
+	}
+}
+
+func testGateHoldsEveryScopeAtOnce(t *testing.T, tracks bool) {
 	tc := startTemporal(t)
 	reg := twinRegistry(t, middayZone(time.Now()))
 	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
@@ -70,13 +79,23 @@ func TestGateHoldsEveryScopeAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := g.Wait(ctx, connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}); err != nil {
+			p, err := g.Wait(ctx, connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData, Tracks: tracks})
+			if err != nil {
 				t.Errorf("wait: %v", err)
 				return
 			}
+			if tracks && !p.Track.Leave(time.Now()) {
+				t.Errorf("a permit just given could not leave")
+				return
+			}
 			mu.Lock()
-			sent = append(sent, time.Now())
+			now := time.Now()
+			sent = append(sent, now)
 			mu.Unlock()
+			if tracks {
+				p.Track.Wrote(now)
+				p.Track.Done(time.Now())
+			}
 		}()
 	}
 	wg.Wait()
