@@ -99,9 +99,10 @@ func TestBackfillKilledAndPaused(t *testing.T) {
 	}
 	paused := progress()
 	if paused.Counts.Done >= paused.Counts.Total {
+		// The chunks in flight at the pause were all there was: the
+		// backfill completes without a resume.
 		t.Logf("every chunk finished before the pause took hold (%+v)", paused.Counts)
-	}
-	if err := c.tc.SignalWorkflow(ctx, id, "", workflows.ResumeSignal, nil); err != nil {
+	} else if err := c.tc.SignalWorkflow(ctx, id, "", workflows.ResumeSignal, nil); err != nil {
 		t.Fatal(err)
 	}
 	var res workflows.BackfillProgress

@@ -238,7 +238,6 @@ func BenchmarkKISLongRun(b *testing.B) {
 	b.ReportMetric(float64(st.MaxRTT.Microseconds())/1000, "max-rtt-ms")
 	b.ReportMetric(float64(r.rejected.Load()), "rejected")
 	b.ReportMetric(float64(st.LatePermits), "late-permits")
-	b.ReportMetric(float64(st.ChainMargin.Microseconds())/1000, "chain-margin-ms")
 	if v := r.violations(); v != 0 {
 		b.Errorf("the simulator counted %d violations", v)
 	}

@@ -20,6 +20,14 @@ import (
 // sends. The tolerance is then spent once per run of the process's calls
 // (the first window, and against other processes' grants), and a long run
 // comes within ChainMargin of the declared rate.
+//
+// What counts is when the provider counted the earlier request, and that
+// can be later than its write: a busy server, or the network, holds it
+// back. A request the provider answered was counted before the answer
+// left, so the process takes it as counted no later than its answer less
+// the scope's quickest recent round trip (the part of a round trip every
+// answer takes); one not answered yet, no later than its deadline or its
+// write, as an unchained grant is.
 
 // sendState is what a process knows of one of its grants.
 type sendState uint8
@@ -33,8 +41,10 @@ const (
 	// sendLeaving: its request passed the last check (at) and is being
 	// written.
 	sendLeaving
-	// sendWrote: its request was written at at.
+	// sendWrote: its request was written at at, and is not answered yet.
 	sendWrote
+	// sendAnswered: written at at, its round trip ended at done.
+	sendAnswered
 	// sendDone: its round trip ended at at without a report of the write
 	// (it may have been written up to then).
 	sendDone
@@ -57,13 +67,27 @@ type sendRecord struct {
 	deadline time.Time // local clock
 	state    sendState
 	at       time.Time // local clock: when it left, was written or was done
+	done     time.Time // local clock: when it was answered (sendAnswered)
 }
 
-// anchor is the latest moment the record's request was (or may yet be)
-// sent, as far as is known at now; pending says it is not known yet.
-func (r *sendRecord) anchor(now time.Time) (t time.Time, pending, sent bool) {
+// anchor is the latest moment the provider counted (or may yet count) the
+// record's request, as far as is known at now, given the scope's quickest
+// recent round trip base; pending says it is not known yet.
+func (r *sendRecord) anchor(now time.Time, base time.Duration) (t time.Time, pending, sent bool) {
 	switch r.state {
-	case sendWrote, sendDone:
+	case sendAnswered:
+		t = r.done.Add(-base)
+		if r.at.After(t) {
+			t = r.at
+		}
+		return t, false, true
+	case sendWrote:
+		t = r.deadline
+		if r.at.After(t) {
+			t = r.at
+		}
+		return t, false, true
+	case sendDone:
 		return r.at, false, true
 	case sendLeaving:
 		if now.Sub(r.at) > stuckLeave {
@@ -165,7 +189,7 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 					if r.id > l.ID {
 						break
 					}
-					t, wait, sent := r.anchor(now)
+					t, wait, sent := r.anchor(now, b.roundTrips.min())
 					switch {
 					case wait:
 						pending = true
@@ -186,12 +210,8 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 			return ErrLate
 		}
 		if !pending {
-			slept := at.After(time.Now())
 			if err := sleepUntil(ctx, at, nil); err != nil {
 				return err
-			}
-			if slept {
-				c.observeJitter(time.Since(at)) // how late it woke
 			}
 			if time.Now().After(end) {
 				return ErrLate
@@ -273,56 +293,41 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range t.permits {
-		if r := c.batcher(p.Scope).send(p.GrantID); r != nil && r.state == sendLeaving {
-			if st == sendWrote {
-				c.jitter.add(now.Sub(r.at))
-			}
+		b := c.batcher(p.Scope)
+		r := b.send(p.GrantID)
+		switch {
+		case r == nil:
+		case r.state == sendLeaving:
 			r.state, r.at = st, now
+		case r.state == sendWrote && st == sendDone:
+			r.state, r.done = sendAnswered, now
+			b.roundTrips.add(now.Sub(r.at))
 		}
 	}
 	c.sendChanged()
 }
 
-// jitterSamples is how many recent delays the chain margin looks at.
-const jitterSamples = 64
+// roundTripSamples is how many recent round trips a scope's quickest one
+// is taken from.
+const roundTripSamples = 64
 
-// jitter keeps the process's recent scheduling delays: how late it woke
-// for a send, and how long a request took from its last check to its
-// write. A process on a busy machine is late, and so is a provider's
-// server on it (the simulator's, here) in counting what arrives.
-type jitter struct {
-	samples [jitterSamples]time.Duration
+// roundTrips keeps a scope's recent round trips, from a request's write to
+// its answer.
+type roundTrips struct {
+	samples [roundTripSamples]time.Duration
 	n       int
 }
 
-func (j *jitter) add(d time.Duration) {
-	j.samples[j.n%jitterSamples] = max(d, 0)
-	j.n++
+func (r *roundTrips) add(d time.Duration) {
+	r.samples[r.n%roundTripSamples] = max(d, 0)
+	r.n++
 }
 
-func (j *jitter) max() time.Duration {
-	var m time.Duration
-	for _, d := range j.samples[:min(j.n, jitterSamples)] {
-		m = max(m, d)
+// min is the quickest recent round trip; 0 before any.
+func (r *roundTrips) min() time.Duration {
+	n := min(r.n, roundTripSamples)
+	if n == 0 {
+		return 0
 	}
-	return m
-}
-
-// chainMargin is the margin the process asks its chained grants to keep:
-// twice its largest recent delay, at least ChainMargin, and at most the
-// tolerance (where a chained grant costs what an unchained one does, and
-// the ledger spaces it as one).
-func (c *Client) chainMargin(tolerance time.Duration) time.Duration {
-	c.mu.Lock()
-	m := 2 * c.jitter.max()
-	c.mu.Unlock()
-	m = min(max(m, ChainMargin), max(tolerance, ChainMargin))
-	c.count(func(s *ClientStats) { s.ChainMargin = m })
-	return m
-}
-
-func (c *Client) observeJitter(d time.Duration) {
-	c.mu.Lock()
-	c.jitter.add(d)
-	c.mu.Unlock()
+	return slices.Min(r.samples[:n])
 }

@@ -54,13 +54,15 @@ func TestReserveChainsOwnWindows(t *testing.T) {
 		t.Errorf("links %+v: the fourth grant keeps its distance from a's own grant 4; the fifth, spaced from the unchained grant sent after a's four, needs no link", own.Links)
 	}
 
-	// A caller whose margin is its tolerance gains nothing from a link:
-	// its grants are spaced as unchained ones.
+	// A caller whose tolerance is below a link's cost gains nothing from
+	// a link: its grants are spaced as unchained ones.
+	narrow := lim
+	narrow.Tolerance = 8 * time.Millisecond
 	var w Ledger
-	w.Reserve(t0, lim, Ask{N: 5, Rules: RulesChain, Caller: "a", Chain: true, Margin: lim.Tolerance})
-	wide := w.Reserve(t0.Add(900*time.Millisecond), lim, Ask{N: 1, Rules: RulesChain, Caller: "a", Chain: true, Margin: lim.Tolerance})
-	if want := t0.Add(lim.Tolerance + time.Second + slack); len(wide.Grants) != 1 || !wide.Grants[0].At.Equal(want) || len(wide.Links[0]) != 0 {
-		t.Errorf("margin = tolerance: %+v, links %+v; want an unlinked grant at %s", wide.Grants, wide.Links, want.Sub(t0))
+	w.Reserve(t0, narrow, Ask{N: 5, Rules: RulesChain, Caller: "a", Chain: true})
+	wide := w.Reserve(t0.Add(900*time.Millisecond), narrow, Ask{N: 1, Rules: RulesChain, Caller: "a", Chain: true})
+	if want := t0.Add(narrow.Tolerance + time.Second + slack); len(wide.Grants) != 1 || !wide.Grants[0].At.Equal(want) || len(wide.Links[0]) != 0 {
+		t.Errorf("an 8 ms tolerance: %+v, links %+v; want an unlinked grant at %s", wide.Grants, wide.Links, want.Sub(t0))
 	}
 
 	// A limiter of the priority rules ignores Chain.
@@ -111,8 +113,7 @@ func TestChainProperty(t *testing.T) {
 				continue
 			}
 			tol := time.Duration(1+rng.IntN(int(lim.Tolerance/time.Millisecond))) * time.Millisecond
-			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesChain, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol,
-				Margin: time.Duration(rng.IntN(30)) * time.Millisecond})
+			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesChain, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol})
 			for i, g := range ans.Grants {
 				// The client's clock maps the grant up to a round trip late.
 				send := g.At.Add(time.Duration(rng.Int64N(int64(tol)/2 + 1)))
@@ -153,32 +154,38 @@ func TestChainProperty(t *testing.T) {
 
 // TestReadyFollowsOwnSends: a permit linked to an earlier grant of the
 // process waits for that grant's request to be written (not just to
-// leave), then a gap after the write; an earlier grant handed out and
-// never reported counts at its deadline; a released one not at all; and a
-// link that pushes the call past its deadline makes it late.
+// leave), then a gap after the latest moment the provider can have counted
+// it: for an answered request its answer less the scope's quickest round
+// trip, for one not answered yet its write or deadline. An earlier grant
+// handed out and never reported counts at its deadline; a released one
+// not at all; and a link that pushes the call past its deadline makes it
+// late.
 func TestReadyFollowsOwnSends(t *testing.T) {
 	c := NewClient(nil, ClientOptions{})
 	b := c.batcher("s")
 	now := time.Now()
 	long := now.Add(time.Minute)
-	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: long},
-		{Scope: "s", GrantID: 2, SendAt: now, Deadline: now.Add(30 * time.Millisecond)},
-		{Scope: "s", GrantID: 3, SendAt: now, Deadline: long}}, now)
+	short := now.Add(30 * time.Millisecond)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: short},
+		{Scope: "s", GrantID: 2, SendAt: now, Deadline: short},
+		{Scope: "s", GrantID: 3, SendAt: now, Deadline: long},
+		{Scope: "s", GrantID: 4, SendAt: now, Deadline: short}}, now)
 	gap := 40 * time.Millisecond
-	tr := c.Track([]Permit{{Scope: "s", GrantID: 1, Deadline: long}})
+	ready := func(link uint64) error {
+		return c.Ready(context.Background(), []Permit{{Scope: "s", GrantID: 9, SendAt: now, Deadline: long, Links: []Link{{ID: link, Gap: gap}}, client: c}})
+	}
+	tr := c.Track([]Permit{{Scope: "s", GrantID: 1, Deadline: short}})
 	if !tr.Leave(time.Now()) {
 		t.Fatal("grant 1 could not leave")
 	}
 	done := make(chan error, 1)
-	go func() {
-		done <- c.Ready(context.Background(), []Permit{{Scope: "s", GrantID: 9, SendAt: now, Deadline: long, Links: []Link{{ID: 1, Gap: gap}}, client: c}})
-	}()
+	go func() { done <- ready(1) }()
 	select {
 	case err := <-done:
 		t.Fatalf("Ready returned (%v) before grant 1's request was written", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	wrote := time.Now()
+	wrote := time.Now() // past grant 1's deadline: the write counts
 	tr.Wrote(wrote)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -186,25 +193,41 @@ func TestReadyFollowsOwnSends(t *testing.T) {
 	if got := time.Since(wrote); got < gap {
 		t.Errorf("Ready returned %s after the write, want ≥ %s", got, gap)
 	}
+	tr.Done(wrote.Add(2 * time.Millisecond)) // the quickest round trip: 2 ms
 
-	// Grant 2 was never reported: it counts at its deadline.
-	if err := c.Ready(context.Background(), []Permit{{Scope: "s", GrantID: 9, Deadline: long, Links: []Link{{ID: 2, Gap: gap}}, client: c}}); err != nil {
+	// Grant 3, released, counts for nothing.
+	c.Release(Permit{Scope: "s", GrantID: 3})
+	// Grant 4 is answered 30 ms after its write: counted up to 28 ms after it.
+	tr4 := c.Track([]Permit{{Scope: "s", GrantID: 4, Deadline: short}})
+	if !tr4.Leave(now) {
+		t.Fatal("grant 4 could not leave")
+	}
+	tr4.Wrote(now)
+	tr4.Done(now.Add(30 * time.Millisecond))
+	if err := ready(4); err != nil {
 		t.Fatal(err)
 	}
-	if d := now.Add(30*time.Millisecond + gap); time.Now().Before(d) {
+	if want := now.Add(28*time.Millisecond + gap); time.Now().Before(want) {
+		t.Errorf("Ready returned %s after grant 4's write, want ≥ %s", time.Since(now), want.Sub(now))
+	}
+
+	// Grant 2 was never reported: it counts at its deadline.
+	if err := ready(2); err != nil {
+		t.Fatal(err)
+	}
+	if d := short.Add(gap); time.Now().Before(d) {
 		t.Errorf("Ready returned before grant 2's deadline + gap")
 	}
-	// Grant 3, released, counts for nothing; a link past the deadline is late.
-	c.Release(Permit{Scope: "s", GrantID: 3})
+	// A link past the deadline is late.
 	start := time.Now()
 	late := Permit{Scope: "s", GrantID: 9, SendAt: start, Deadline: start.Add(time.Millisecond), Links: []Link{{ID: 3, Gap: time.Hour}}, client: c}
 	if err := late.Wait(context.Background(), nil); !errors.Is(err, ErrLate) {
-		t.Errorf("a link an hour after grant 1's write: %v, want ErrLate", err)
+		t.Errorf("a link an hour after grants 1 and 2: %v, want ErrLate", err)
 	}
 	if c.Track([]Permit{{Scope: "s", GrantID: 3, Deadline: long}}).Leave(time.Now()) {
 		t.Error("a released grant could leave")
 	}
-	if c.Track([]Permit{{Scope: "s", GrantID: 2, Deadline: now.Add(30 * time.Millisecond)}}).Leave(time.Now()) {
+	if c.Track([]Permit{{Scope: "s", GrantID: 2, Deadline: short}}).Leave(time.Now()) {
 		t.Error("a grant past its deadline could leave")
 	}
 }
@@ -220,29 +243,5 @@ func TestRecordSendsStartsOverWithAFreshLedger(t *testing.T) {
 	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, Deadline: now}}, now)
 	if len(b.sends) != 1 || b.sends[0].id != 1 {
 		t.Fatalf("records %+v, want grant 1's alone", b.sends)
-	}
-}
-
-// TestChainMarginFollowsTheProcessesDelays: the margin a client asks for
-// is twice its largest recent delay, at least ChainMargin and at most the
-// tolerance, and comes back down once the slow samples are old.
-func TestChainMarginFollowsTheProcessesDelays(t *testing.T) {
-	c := NewClient(nil, ClientOptions{})
-	if got := c.chainMargin(50 * time.Millisecond); got != ChainMargin {
-		t.Errorf("no delays: margin %s, want %s", got, ChainMargin)
-	}
-	c.observeJitter(12 * time.Millisecond)
-	if got := c.chainMargin(50 * time.Millisecond); got != 24*time.Millisecond {
-		t.Errorf("a 12 ms delay: margin %s, want 24ms", got)
-	}
-	c.observeJitter(40 * time.Millisecond)
-	if got := c.chainMargin(50 * time.Millisecond); got != 50*time.Millisecond {
-		t.Errorf("a 40 ms delay: margin %s, want the 50ms tolerance", got)
-	}
-	for range jitterSamples {
-		c.observeJitter(time.Millisecond)
-	}
-	if got := c.chainMargin(50 * time.Millisecond); got != ChainMargin {
-		t.Errorf("after %d fast samples: margin %s, want %s", jitterSamples, got, ChainMargin)
 	}
 }

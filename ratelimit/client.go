@@ -130,10 +130,8 @@ type Client struct {
 	noChain   bool
 
 	// sendCh is closed and replaced whenever a send record changes
-	// (guarded by mu): Ready waits on it. jitter (guarded by mu) holds
-	// the process's recent scheduling delays.
+	// (guarded by mu): Ready waits on it.
 	sendCh chan struct{}
-	jitter jitter
 
 	mu     sync.Mutex
 	scopes map[string]*batcher
@@ -154,8 +152,6 @@ type ClientStats struct {
 	// deadline (Ready: the process stalled, or a link held it back too
 	// long); the call asked again.
 	LatePermits int64
-	// ChainMargin is the margin the last chained acquire asked for.
-	ChainMargin time.Duration
 	// Tolerance is the tolerance the last acquire asked with (fitted to
 	// the round trips, or widened).
 	Tolerance time.Duration
@@ -257,6 +253,8 @@ type batcher struct {
 	// sends are this process's grants of the scope (RulesChain), by
 	// ascending id: what its later grants' links are measured from.
 	sends []sendRecord
+	// roundTrips are the scope's recent round trips (write to answer).
+	roundTrips roundTrips
 	// recoverMu serializes this process's recoveries of the scope (the
 	// batcher and Warm may both find the limiter recovering);
 	// recoverFailures counts failed attempts to read the last run's state.
@@ -401,6 +399,19 @@ func (b *batcher) tolerance(configured time.Duration) time.Duration {
 	return max(fit, min(MinTolerance, configured))
 }
 
+// RoundTrip is the median of the process's recent acquire round trips to
+// a scope's limiter (0 before any).
+func (c *Client) RoundTrip(scopeID string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.scopes[scopeID]
+	if b == nil || len(b.rtts) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(b.rtts))
+	return sorted[len(sorted)/2]
+}
+
 func (b *batcher) observe(rtt time.Duration) {
 	b.rtts = append(b.rtts, rtt)
 	if len(b.rtts) > rttSamples {
@@ -451,7 +462,7 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	b.release = nil
 	c.mu.Unlock()
 	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: batch[0].opts.Chain && !c.noChain, Margin: c.chainMargin(configured)}, configured
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: batch[0].opts.Chain && !c.noChain}, configured
 }
 
 // retry puts a batch back after a failed update, or one the limiter

@@ -276,10 +276,19 @@ func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInsta
 		if have[i] {
 			continue
 		}
+		// A permit asked for with a delay arrives a round trip after it
+		// was asked for, and starts delay after that: ask for the delay
+		// less the scope's usual round trip, so that it starts at the
+		// moment the other permits cover rather than a round trip later
+		// (past their deadlines, when round trips are slow).
+		d := delay
+		if d > 0 {
+			d = max(d-g.client.RoundTrip(s.ID), 0)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: delay, Priority: prio, Chain: chain})
+			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: d, Priority: prio, Chain: chain})
 			if err != nil {
 				var q *QuotaError
 				var w *WaitError

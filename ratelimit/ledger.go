@@ -37,12 +37,11 @@ const (
 	// yieldPoll is when a backfill held back by waiting daily callers asks
 	// again.
 	yieldPoll = 100 * time.Millisecond
-	// ChainMargin is the least a chained grant keeps after its caller's
-	// own earlier send, beyond the window and slack (RulesChain): room for
-	// the provider to see the earlier request later than it was written
-	// (its server, or the network, holding it back) without the two
-	// falling into one window. A caller asks for more (Ask.Margin) while
-	// its own scheduling is slow.
+	// ChainMargin is what a chained grant keeps after its caller's own
+	// earlier send, beyond the window and slack (RulesChain): room for the
+	// provider to count the earlier request later than the caller can
+	// bound from its round trip (Client.Ready), without the two falling
+	// into one window.
 	ChainMargin = 10 * time.Millisecond
 	// chainLead places a chained grant this much after the earliest moment
 	// its chain allows, so that the caller's wake-up and connection time
@@ -236,8 +235,6 @@ type Ask struct {
 	// it remembers when it sent each of its grants, and holds each call
 	// back until every link allows it. Needs Caller.
 	Chain bool
-	// Margin is the chained caller's margin (at least ChainMargin).
-	Margin time.Duration
 }
 
 // Answer is what Reserve grants.
@@ -360,7 +357,6 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	notBefore := now.Add(max(ask.Delay, 0))
 	l.pruneDays(now, loc)
 	var chain uint32
-	margin := max(ask.Margin, ChainMargin)
 	if ask.Rules >= RulesChain && ask.Chain && ask.Caller != "" {
 		chain = l.chainOf(ask.Caller)
 	}
@@ -394,11 +390,11 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				if chain == 0 || length > chainMaxWindow {
 					return lateOf(i).Add(gap)
 				}
-				other, ownID, ownAt := l.chainFrom(i, chain, margin, lim)
+				other, ownID, ownAt := l.chainFrom(i, chain, lim)
 				t := other.Add(gap)
 				if ownID != 0 {
-					links = append(links, Link{ID: ownID, Gap: gap + margin})
-					if o := ownAt.Add(gap + margin + chainLead); o.After(t) {
+					links = append(links, Link{ID: ownID, Gap: gap + ChainMargin})
+					if o := ownAt.Add(gap + ChainMargin + chainLead); o.After(t) {
 						t = o
 					}
 				}
@@ -506,12 +502,12 @@ func until(g Grant, lim Limits) time.Time {
 // callers' grants up to i (other), and the caller's own latest grant up to
 // i (ownID, 0 if none; its time ownAt), whose send, and its earlier own
 // grants' sends, the caller keeps the link to. An own grant of a
-// tolerance no wider than a link's cost (margin and chainLead) counts as
-// another's. It stops at the first grant
+// tolerance no wider than a link's cost (ChainMargin and chainLead)
+// counts as another's. It stops at the first grant
 // whose latest send moment — a running maximum — is no later than what it
 // found: no grant before can be sent after it. Grants dropped from a
 // trimmed log count at the first kept grant's latest send moment.
-func (l *Ledger) chainFrom(i int, me uint32, margin time.Duration, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
+func (l *Ledger) chainFrom(i int, me uint32, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
 	var best time.Time
 	for m := i; m >= 0; m-- {
 		g := l.Grants[m]
@@ -520,7 +516,7 @@ func (l *Ledger) chainFrom(i int, me uint32, margin time.Duration, lim Limits) (
 		}
 		// An own grant whose tolerance is below what a link costs is
 		// cheaper counted at its latest send.
-		if g.Chain == me && until(g, lim).Sub(g.At) > margin+chainLead {
+		if g.Chain == me && until(g, lim).Sub(g.At) > ChainMargin+chainLead {
 			if ownID == 0 {
 				ownID, ownAt = g.ID, g.At
 				if g.At.After(best) {

@@ -87,8 +87,6 @@ type AcquireRequest struct {
 	// Chain says the caller keeps the links of its grants (Ask.Chain). A
 	// limiter before RulesChain ignores it and sends no links.
 	Chain bool `json:"chain,omitempty"`
-	// Margin is the chained caller's margin (Ask.Margin).
-	Margin time.Duration `json:"margin,omitempty"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
