@@ -26,8 +26,10 @@ import (
 // back. A request the provider answered was counted before the answer
 // left, so the process takes it as counted no later than its answer less
 // the scope's quickest recent round trip (the part of a round trip every
-// answer takes); one not answered yet, no later than its deadline or its
-// write, as an unchained grant is.
+// answer takes); one not answered yet is waited for. A process chains its
+// grants of a scope only while the scope answers quicker than half its
+// shortest chained window (chainWorth), so that the answer is usually in
+// before the next linked call is due.
 
 // sendState is what a process knows of one of its grants.
 type sendState uint8
@@ -68,6 +70,9 @@ type sendRecord struct {
 	state    sendState
 	at       time.Time // local clock: when it left, was written or was done
 	done     time.Time // local clock: when it was answered (sendAnswered)
+	// chained says the grant was asked for chained: only such grants are
+	// named by links.
+	chained bool
 }
 
 // anchor is the latest moment the provider counted (or may yet count) the
@@ -82,11 +87,12 @@ func (r *sendRecord) anchor(now time.Time, base time.Duration) (t time.Time, pen
 		}
 		return t, false, true
 	case sendWrote:
-		t = r.deadline
-		if r.at.After(t) {
-			t = r.at
+		// Written, not answered: the provider may not have counted it
+		// yet, however late that is.
+		if now.Sub(r.at) > stuckLeave {
+			return r.at.Add(stuckLeave), false, true
 		}
-		return t, false, true
+		return time.Time{}, true, false
 	case sendDone:
 		return r.at, false, true
 	case sendLeaving:
@@ -122,7 +128,7 @@ func (b *batcher) send(id uint64) *sendRecord {
 
 // recordSends remembers the permits of an answer as handed out, and
 // forgets records too old for any link.
-func (c *Client) recordSends(b *batcher, permits []Permit, now time.Time) {
+func (c *Client) recordSends(b *batcher, permits []Permit, chained bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := 0
@@ -141,7 +147,7 @@ func (c *Client) recordSends(b *batcher, permits []Permit, now time.Time) {
 			// grants.
 			b.sends = b.sends[:0]
 		}
-		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline})
+		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline, chained: chained})
 	}
 }
 
@@ -188,6 +194,9 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 					r := &b.sends[i]
 					if r.id > l.ID {
 						break
+					}
+					if !r.chained {
+						continue // counted by the limiter at its latest send
 					}
 					t, wait, sent := r.anchor(now, b.roundTrips.min())
 					switch {
@@ -330,4 +339,37 @@ func (r *roundTrips) min() time.Duration {
 		return 0
 	}
 	return slices.Min(r.samples[:n])
+}
+
+// median is the middle recent round trip; 0 before any.
+func (r *roundTrips) median() time.Duration {
+	n := min(r.n, roundTripSamples)
+	if n == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(r.samples[:n]))
+	return sorted[n/2]
+}
+
+// chainMinSamples is how many round trips a scope needs before its grants
+// are chained.
+const chainMinSamples = 8
+
+// chainWorth reports whether the process should chain its grants of a
+// scope with these limits: once the scope's median round trip of the
+// last 64 is known (chainMinSamples) and under half its shortest window
+// or interval a grant is chained over. A provider slower than that would
+// keep each linked call waiting for the answer before it; such a scope's
+// grants are spaced by their tolerance instead. c.mu held.
+func (b *batcher) chainWorth(lim Limits) bool {
+	if b.roundTrips.n < chainMinSamples {
+		return false
+	}
+	shortest := lim.MinInterval
+	for _, w := range lim.Windows {
+		if w.Length <= chainMaxWindow && (shortest == 0 || w.Length < shortest) {
+			shortest = w.Length
+		}
+	}
+	return shortest > 0 && b.roundTrips.median() < shortest/2
 }

@@ -153,10 +153,9 @@ func TestChainProperty(t *testing.T) {
 }
 
 // TestReadyFollowsOwnSends: a permit linked to an earlier grant of the
-// process waits for that grant's request to be written (not just to
-// leave), then a gap after the latest moment the provider can have counted
-// it: for an answered request its answer less the scope's quickest round
-// trip, for one not answered yet its write or deadline. An earlier grant
+// process waits for that grant's request to be written and answered,
+// then a gap after the latest moment the provider can have counted it:
+// its answer less the scope's quickest round trip. An earlier grant
 // handed out and never reported counts at its deadline; a released one
 // not at all; and a link that pushes the call past its deadline makes it
 // late.
@@ -169,7 +168,7 @@ func TestReadyFollowsOwnSends(t *testing.T) {
 	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: short},
 		{Scope: "s", GrantID: 2, SendAt: now, Deadline: short},
 		{Scope: "s", GrantID: 3, SendAt: now, Deadline: long},
-		{Scope: "s", GrantID: 4, SendAt: now, Deadline: short}}, now)
+		{Scope: "s", GrantID: 4, SendAt: now, Deadline: short}}, true, now)
 	gap := 40 * time.Millisecond
 	ready := func(link uint64) error {
 		return c.Ready(context.Background(), []Permit{{Scope: "s", GrantID: 9, SendAt: now, Deadline: long, Links: []Link{{ID: link, Gap: gap}}, client: c}})
@@ -185,15 +184,20 @@ func TestReadyFollowsOwnSends(t *testing.T) {
 		t.Fatalf("Ready returned (%v) before grant 1's request was written", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	wrote := time.Now() // past grant 1's deadline: the write counts
+	wrote := time.Now()
 	tr.Wrote(wrote)
+	select {
+	case err := <-done:
+		t.Fatalf("Ready returned (%v) before grant 1's request was answered", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	tr.Done(wrote.Add(2 * time.Millisecond)) // the quickest round trip: 2 ms
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if got := time.Since(wrote); got < gap {
 		t.Errorf("Ready returned %s after the write, want ≥ %s", got, gap)
 	}
-	tr.Done(wrote.Add(2 * time.Millisecond)) // the quickest round trip: 2 ms
 
 	// Grant 3, released, counts for nothing.
 	c.Release(Permit{Scope: "s", GrantID: 3})
@@ -239,9 +243,33 @@ func TestRecordSendsStartsOverWithAFreshLedger(t *testing.T) {
 	c := NewClient(nil, ClientOptions{})
 	b := c.batcher("s")
 	now := time.Now()
-	c.recordSends(b, []Permit{{Scope: "s", GrantID: 7, Deadline: now}, {Scope: "s", GrantID: 8, Deadline: now}}, now)
-	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, Deadline: now}}, now)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 7, Deadline: now}, {Scope: "s", GrantID: 8, Deadline: now}}, true, now)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, Deadline: now}}, true, now)
 	if len(b.sends) != 1 || b.sends[0].id != 1 {
 		t.Fatalf("records %+v, want grant 1's alone", b.sends)
+	}
+}
+
+// TestChainWorth: a process chains a scope's grants once it knows eight
+// round trips of it and their median is under half the shortest window
+// or interval chained over; never for a scope whose only window is longer
+// than chainMaxWindow.
+func TestChainWorth(t *testing.T) {
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 5}, {Length: 24 * time.Hour, Count: 1000}}}
+	var b batcher
+	for i := range chainMinSamples {
+		if b.chainWorth(lim) {
+			t.Fatalf("chained after %d round trips", i)
+		}
+		b.roundTrips.add(20 * time.Millisecond)
+	}
+	if !b.chainWorth(lim) {
+		t.Error("20 ms answers to a 1 s window: not chained")
+	}
+	if slow := (Limits{Windows: lim.Windows, MinInterval: 30 * time.Millisecond}); b.chainWorth(slow) {
+		t.Error("20 ms answers to a 30 ms interval: chained")
+	}
+	if daily := (Limits{Windows: lim.Windows[1:]}); b.chainWorth(daily) {
+		t.Error("a daily window only: chained")
 	}
 }

@@ -215,10 +215,11 @@ type AcquireOptions struct {
 	// Priority is the call's class: daily callers (the zero value) are
 	// served before backfill callers, in this process and at the limiter.
 	Priority connector.Priority
-	// Chain asks for a chained grant (RulesChain): the caller reports its
-	// request's way to the wire through Client.Track, so the process's
-	// later grants may follow it closer. Without reports a chained permit
-	// counts as sent at its deadline, which can push the next one late.
+	// Chain says the caller reports its request's way to the wire
+	// through Client.Track: the client then asks for chained grants
+	// (RulesChain) once the scope's answers are known to come back quickly
+	// enough (batcher.chainWorth), so the process's later grants may follow
+	// its sends closer. A caller that does not report must not set it.
 	Chain bool
 }
 
@@ -460,9 +461,10 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	lim.Tolerance = b.tolerance(configured)
 	release := b.release
 	b.release = nil
+	chain := batch[0].opts.Chain && !c.noChain && b.chainWorth(lim)
 	c.mu.Unlock()
 	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: batch[0].opts.Chain && !c.noChain}, configured
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain}, configured
 }
 
 // retry puts a batch back after a failed update, or one the limiter
@@ -547,6 +549,7 @@ func (c *Client) lateAnswer(b *batcher, rtt, tol, configured time.Duration, resp
 // deliver hands the answer's grants to the batch's waiters in order; the
 // rest get the quota error, or wait for the next round.
 func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp AcquireResponse, received time.Time, slack time.Duration) {
+	tracked := batch[0].opts.Chain
 	// Count before handing out, so a caller that reads Stats after its
 	// permit sees it counted.
 	n := min(len(batch), len(resp.Grants), len(resp.Waits))
@@ -559,8 +562,8 @@ func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp A
 			permits[i].Links = resp.Links[i]
 		}
 	}
-	if req.Chain && resp.Rules >= RulesChain {
-		c.recordSends(b, permits, received)
+	if tracked && resp.Rules >= RulesChain {
+		c.recordSends(b, permits, req.Chain, received)
 	}
 	var again []*waiter
 	for i, w := range batch {
