@@ -105,8 +105,8 @@ func TestDefaultBackfill(t *testing.T) {
 // The makespan is the ledger's own arithmetic for one worker process:
 // UPBIT's 10 a second, so 100 calls are ten bursts, each window spaced by
 // the 1 ms slack and either the tolerance τ or, where cheaper, what a
-// chained grant keeps (ChainMargin and 3 ms of lead: 13 ms), the last
-// 9 × (1 s + 1 ms + min(τ, 13 ms)) after the start.
+// chained grant keeps (ChainMargin and 3 ms of lead: 5 ms), the last
+// 9 × (1 s + 1 ms + min(τ, 5 ms)) after the start.
 func TestMakespanIsTheLedgers(t *testing.T) {
 	reg := defaultRegistry(t)
 	for _, tol := range []time.Duration{0, 10 * time.Millisecond} {

@@ -23,13 +23,13 @@ import (
 //
 // What counts is when the provider counted the earlier request, and that
 // can be later than its write: a busy server, or the network, holds it
-// back. A request the provider answered was counted before the answer
-// left, so the process takes it as counted no later than its answer less
-// the scope's quickest recent round trip (the part of a round trip every
-// answer takes); one not answered yet is waited for. A process chains its
-// grants of a scope only while the scope answers quicker than half its
-// shortest chained window (chainWorth), so that the answer is usually in
-// before the next linked call is due.
+// back before it counts it. A provider counts a request before it answers
+// it, so the process keeps each link's gap from the answer to its own
+// earlier request, and waits for an answer not in yet. A chained window
+// then costs the slack, ChainMargin and the round trip (the lead, which
+// the caller asks for) instead of the tolerance, and a process chains its
+// grants of a scope only while that is cheaper and the answers come back
+// within half the shortest chained window (chainWorth).
 
 // sendState is what a process knows of one of its grants.
 type sendState uint8
@@ -76,16 +76,12 @@ type sendRecord struct {
 }
 
 // anchor is the latest moment the provider counted (or may yet count) the
-// record's request, as far as is known at now, given the scope's quickest
-// recent round trip base; pending says it is not known yet.
-func (r *sendRecord) anchor(now time.Time, base time.Duration) (t time.Time, pending, sent bool) {
+// record's request, as far as is known at now; pending says it is not
+// known yet.
+func (r *sendRecord) anchor(now time.Time) (t time.Time, pending, sent bool) {
 	switch r.state {
 	case sendAnswered:
-		t = r.done.Add(-base)
-		if r.at.After(t) {
-			t = r.at
-		}
-		return t, false, true
+		return r.done, false, true
 	case sendWrote:
 		// Written, not answered: the provider may not have counted it
 		// yet, however late that is.
@@ -198,7 +194,7 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 					if !r.chained {
 						continue // counted by the limiter at its latest send
 					}
-					t, wait, sent := r.anchor(now, b.roundTrips.min())
+					t, wait, sent := r.anchor(now)
 					switch {
 					case wait:
 						pending = true
@@ -332,14 +328,6 @@ func (r *roundTrips) add(d time.Duration) {
 	r.n++
 }
 
-// min is the quickest recent round trip; 0 before any.
-func (r *roundTrips) min() time.Duration {
-	n := min(r.n, roundTripSamples)
-	if n == 0 {
-		return 0
-	}
-	return slices.Min(r.samples[:n])
-}
 
 // median is the middle recent round trip; 0 before any.
 func (r *roundTrips) median() time.Duration {
@@ -356,13 +344,18 @@ func (r *roundTrips) median() time.Duration {
 const chainMinSamples = 8
 
 // chainWorth reports whether the process should chain its grants of a
-// scope with these limits: once the scope's median round trip of the
-// last 64 is known (chainMinSamples) and under half its shortest window
-// or interval a grant is chained over. A provider slower than that would
-// keep each linked call waiting for the answer before it; such a scope's
-// grants are spaced by their tolerance instead. c.mu held.
-func (b *batcher) chainWorth(lim Limits) bool {
+// scope with these limits (at tolerance tol): once the scope's median
+// round trip of the last 64 is known (chainMinSamples), shorter than
+// tol less ChainMargin and chainLead (a chained window costs the round
+// trip, an unchained one the tolerance) and under half its shortest window
+// or interval a grant is chained over (a provider slower than that would
+// keep each linked call waiting for the answer before it). Otherwise the
+// scope's grants are spaced by their tolerance. c.mu held.
+func (b *batcher) chainWorth(lim Limits, tol time.Duration) bool {
 	if b.roundTrips.n < chainMinSamples {
+		return false
+	}
+	if rt := b.roundTrips.median(); rt+ChainMargin+chainLead >= tol {
 		return false
 	}
 	shortest := lim.MinInterval

@@ -461,10 +461,14 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	lim.Tolerance = b.tolerance(configured)
 	release := b.release
 	b.release = nil
-	chain := batch[0].opts.Chain && !c.noChain && b.chainWorth(lim)
+	chain := batch[0].opts.Chain && !c.noChain && b.chainWorth(lim, lim.Tolerance)
+	var lead time.Duration
+	if chain {
+		lead = b.roundTrips.median() + time.Millisecond
+	}
 	c.mu.Unlock()
 	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain}, configured
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain, Lead: lead}, configured
 }
 
 // retry puts a batch back after a failed update, or one the limiter

@@ -37,15 +37,16 @@ const (
 	// yieldPoll is when a backfill held back by waiting daily callers asks
 	// again.
 	yieldPoll = 100 * time.Millisecond
-	// ChainMargin is what a chained grant keeps after its caller's own
-	// earlier send, beyond the window and slack (RulesChain): room for the
-	// provider to count the earlier request later than the caller can
-	// bound from its round trip (Client.Ready), without the two falling
-	// into one window.
-	ChainMargin = 10 * time.Millisecond
-	// chainLead places a chained grant this much after the earliest moment
-	// its chain allows, so that the caller's wake-up and connection time
-	// after each send do not accumulate from window to window.
+	// ChainMargin is what a chained grant keeps after the answer to its
+	// caller's own earlier request, beyond the window and slack
+	// (RulesChain). A provider counts a request before it answers it, so
+	// the answer bounds the count; the margin is for the callbacks that
+	// report it.
+	ChainMargin = 2 * time.Millisecond
+	// chainLead places a chained grant at least this much after the
+	// earliest moment its chain allows (more when the caller asks for
+	// more: Ask.Lead), so that the round trip and wake-up after each send
+	// do not accumulate from window to window.
 	chainLead = 3 * time.Millisecond
 	// chainMaxWindow is the longest window (or interval) a grant is
 	// chained over; longer ones are spaced from the earlier grant's
@@ -235,6 +236,10 @@ type Ask struct {
 	// it remembers when it sent each of its grants, and holds each call
 	// back until every link allows it. Needs Caller.
 	Chain bool
+	// Lead is how much later than its links allow a chained grant is
+	// placed, at least chainLead: the caller's usual round trip, which it
+	// spends after each linked answer.
+	Lead time.Duration
 }
 
 // Answer is what Reserve grants.
@@ -357,6 +362,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	notBefore := now.Add(max(ask.Delay, 0))
 	l.pruneDays(now, loc)
 	var chain uint32
+	lead := max(ask.Lead, chainLead)
 	if ask.Rules >= RulesChain && ask.Chain && ask.Caller != "" {
 		chain = l.chainOf(ask.Caller)
 	}
@@ -390,11 +396,11 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				if chain == 0 || length > chainMaxWindow {
 					return lateOf(i).Add(gap)
 				}
-				other, ownID, ownAt := l.chainFrom(i, chain, lim)
+				other, ownID, ownAt := l.chainFrom(i, chain, lead, lim)
 				t := other.Add(gap)
 				if ownID != 0 {
 					links = append(links, Link{ID: ownID, Gap: gap + ChainMargin})
-					if o := ownAt.Add(gap + ChainMargin + chainLead); o.After(t) {
+					if o := ownAt.Add(gap + ChainMargin + lead); o.After(t) {
 						t = o
 					}
 				}
@@ -502,12 +508,12 @@ func until(g Grant, lim Limits) time.Time {
 // callers' grants up to i (other), and the caller's own latest grant up to
 // i (ownID, 0 if none; its time ownAt), whose send, and its earlier own
 // grants' sends, the caller keeps the link to. An own grant of a
-// tolerance no wider than a link's cost (ChainMargin and chainLead)
-// counts as another's. It stops at the first grant
+// tolerance no wider than a link's cost (ChainMargin and the lead) counts
+// as another's. It stops at the first grant
 // whose latest send moment — a running maximum — is no later than what it
 // found: no grant before can be sent after it. Grants dropped from a
 // trimmed log count at the first kept grant's latest send moment.
-func (l *Ledger) chainFrom(i int, me uint32, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
+func (l *Ledger) chainFrom(i int, me uint32, lead time.Duration, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
 	var best time.Time
 	for m := i; m >= 0; m-- {
 		g := l.Grants[m]
@@ -516,7 +522,7 @@ func (l *Ledger) chainFrom(i int, me uint32, lim Limits) (other time.Time, ownID
 		}
 		// An own grant whose tolerance is below what a link costs is
 		// cheaper counted at its latest send.
-		if g.Chain == me && until(g, lim).Sub(g.At) > ChainMargin+chainLead {
+		if g.Chain == me && until(g, lim).Sub(g.At) > ChainMargin+lead {
 			if ownID == 0 {
 				ownID, ownAt = g.ID, g.At
 				if g.At.After(best) {

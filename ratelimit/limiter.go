@@ -79,7 +79,7 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 			s.ledger.Release(req.Release, lim)
 			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
 				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
-				Chain: req.Chain && req.Caller != ""})
+				Chain: req.Chain && req.Caller != "", Lead: req.Lead})
 			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
 				Rules: rules, Yielded: ans.Yielded, Links: ans.Links}
 			for _, g := range ans.Grants {

@@ -87,6 +87,8 @@ type AcquireRequest struct {
 	// Chain says the caller keeps the links of its grants (Ask.Chain). A
 	// limiter before RulesChain ignores it and sends no links.
 	Chain bool `json:"chain,omitempty"`
+	// Lead is the chained caller's lead (Ask.Lead).
+	Lead time.Duration `json:"lead,omitempty"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
