@@ -328,7 +328,6 @@ func (r *roundTrips) add(d time.Duration) {
 	r.n++
 }
 
-
 // median is the middle recent round trip; 0 before any.
 func (r *roundTrips) median() time.Duration {
 	n := min(r.n, roundTripSamples)
