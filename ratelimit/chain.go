@@ -59,9 +59,9 @@ const (
 // can name them.
 const keepSends = chainMaxWindow + MaxAhead + maxTolerance + time.Second
 
-// stuckLeave is how long a request that left is waited for before it is
-// taken to have been written then, although its connector never said so
-// (it always does when its round trip ends).
+// stuckLeave is how long a request that left (or was written) is waited
+// for before it counts as sent and answered then, although its connector
+// never said so (it always does when its round trip ends).
 const stuckLeave = 10 * time.Second
 
 type sendRecord struct {
@@ -154,11 +154,12 @@ func (c *Client) sendChanged() {
 }
 
 // Ready waits until the permits allow the call: their send time, and
-// every link — no earlier than the link's gap after the latest send of
-// this process's own grants of the scope up to the link's id (a grant
-// still being sent is waited for; one handed out but never reported sent
-// counts at its deadline). It returns ErrLate when that moment falls after
-// a permit's deadline, or the context's error.
+// every link — no earlier than the link's gap after the answer to each of
+// this process's own chained requests of the scope up to the link's id
+// (one not answered, or still being written, is waited for; one handed
+// out but never reported counts at its deadline; one given back not at
+// all). It returns ErrLate when that moment falls after a permit's
+// deadline, or the context's error.
 func (c *Client) Ready(ctx context.Context, permits []Permit) error {
 	err := c.ready(ctx, permits)
 	if errors.Is(err, ErrLate) {
@@ -312,8 +313,8 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 	c.sendChanged()
 }
 
-// roundTripSamples is how many recent round trips a scope's quickest one
-// is taken from.
+// roundTripSamples is how many recent round trips a scope's median is
+// taken from.
 const roundTripSamples = 64
 
 // roundTrips keeps a scope's recent round trips, from a request's write to
