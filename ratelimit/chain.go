@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -107,15 +108,7 @@ func (r *sendRecord) anchor(now time.Time) (t time.Time, pending, sent bool) {
 
 // send returns the batcher's record of grant id, or nil; c.mu held.
 func (b *batcher) send(id uint64) *sendRecord {
-	i, ok := slices.BinarySearchFunc(b.sends, id, func(r sendRecord, id uint64) int {
-		switch {
-		case r.id < id:
-			return -1
-		case r.id > id:
-			return 1
-		}
-		return 0
-	})
+	i, ok := slices.BinarySearchFunc(b.sends, id, func(r sendRecord, id uint64) int { return cmp.Compare(r.id, id) })
 	if !ok {
 		return nil
 	}
