@@ -50,6 +50,10 @@ func TestTemporalErrorMapsClasses(t *testing.T) {
 		{"quota resets too late", &connector.Error{Class: connector.QuotaExhausted, Provider: "datago", Code: "22", ResetAt: now.Add(5 * time.Hour)}, true, "quota_exhausted", 0, 0},
 		{"transient", &connector.Error{Class: connector.Transient, Provider: "ecos", Code: "ERROR-500"}, false, "transient", 500 * time.Millisecond, time.Second},
 		{"unclassified is transient", errors.New("connection reset"), false, "transient", 500 * time.Millisecond, time.Second},
+		// An ambiguous answer not yet confirmed waits at least what it asks
+		// (the old mapping retried it after a second).
+		{"unconfirmed waits its wait", &connector.Error{Class: connector.Transient, Unconfirmed: connector.AuthFailed, Provider: "datago", Code: "30",
+			RetryAfter: connector.ConfirmWait}, false, "transient", connector.ConfirmWait, connector.ConfirmWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -235,9 +235,14 @@ func (a *Activities) temporalError(ctx context.Context, err error) error {
 		msg = fmt.Sprintf("%s (daily quota resets at %s; a dataset waits for it up to --max-quota-wait %s)", msg, ce.ResetAt.Format(time.RFC3339), maxWait)
 		return temporal.NewNonRetryableApplicationError(msg, class.String(), nil, ratelimit.QuotaWait{ResetAt: ce.ResetAt, MaxWait: maxWait})
 	}
-	// Transient: exponential backoff with equal jitter.
-	return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{
-		NextRetryDelay: backoff(attempt(ctx), time.Second, 2*time.Minute)})
+	// Transient: exponential backoff with equal jitter, and never sooner
+	// than the error asks (an unconfirmed ambiguous answer waits at least
+	// connector.ConfirmWait).
+	delay := backoff(attempt(ctx), time.Second, 2*time.Minute)
+	if ce != nil {
+		delay = max(delay, ce.Wait(now))
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, class.String(), temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 }
 
 // backoff is base·2^(attempt-1), capped, with equal jitter: half fixed, half

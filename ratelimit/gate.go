@@ -52,6 +52,9 @@ type GateOptions struct {
 	Events       *events.Emitter  // nil: events are only logged
 	Metrics      *metrics.Metrics // nil: no metrics
 	Logger       *slog.Logger     // nil: slog.Default()
+	// Now is the gate's clock for a provider's spent quota (SpentQuota);
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // Gate is the rate-limit policy of one worker process, plugged into every
@@ -69,6 +72,18 @@ type Gate struct {
 	events       *events.Emitter
 	metrics      *metrics.Metrics
 	log          *slog.Logger
+	now          func() time.Time
+	// spent holds the scopes whose quota the provider itself said is used
+	// up (a QuotaExhausted answer such as data.go.kr's code 22), until it
+	// resets: no call is sent against them before then.
+	spentMu sync.Mutex
+	spent   map[string]spentQuota
+}
+
+// spentQuota is a provider's own word that a scope's quota is used up.
+type spentQuota struct {
+	resetAt time.Time
+	code    string // the provider's code, e.g. "22"
 }
 
 // NewGate builds the gate and the limits of every scope instance at the
@@ -83,7 +98,10 @@ func NewGate(o GateOptions) (*Gate, error) {
 		tol = DefaultTolerance
 	}
 	g := &Gate{reg: o.Registry, client: o.Client, limits: map[string]Limits{}, maxQuotaWait: max(o.MaxQuotaWait, 0),
-		events: o.Events, metrics: o.Metrics, log: o.Logger}
+		events: o.Events, metrics: o.Metrics, log: o.Logger, now: o.Now, spent: map[string]spentQuota{}}
+	if g.now == nil {
+		g.now = time.Now
+	}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -170,6 +188,9 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	if len(scopes) == 0 {
 		return connector.Permit{}, &connector.Error{Class: connector.BadRequest, Provider: call.Provider, Dataset: call.Dataset, Code: CodeNoScope,
 			Message: "the dataset counts against no rate-limit scope of the registry, so no permit can be held for it: the call is refused"}
+	}
+	if e := g.spentError(call, scopes); e != nil {
+		return connector.Permit{}, e
 	}
 	stop := keepAlive(ctx)
 	defer stop()
@@ -364,6 +385,10 @@ func (g *Gate) Observe(ctx context.Context, o connector.Observation) {
 	for _, s := range scopes {
 		g.metrics.Call(call.Provider, s.ID, outcome)
 	}
+	if classified && class == connector.QuotaExhausted {
+		g.quotaSpent(ctx, call, scopes, o.Err)
+		return
+	}
 	if !classified || (class != connector.RateLimited && class != connector.Blocked) {
 		return
 	}
@@ -408,6 +433,67 @@ func (g *Gate) Observe(ctx context.Context, o connector.Observation) {
 			},
 		})
 	}
+}
+
+// quotaSpent remembers a provider's own QuotaExhausted answer: the call's
+// scopes that declare a daily quota (all of its scopes when none does) are
+// spent until the answer's reset, and every later call against them is
+// refused before it is sent (spentError) — a quota that resets at
+// midnight is never called against again that day. The gate's own quota
+// refusals (CodeQuota) and answers without a reset are not remembered.
+// The memory is this process's: another worker learns it from its own
+// first refused call.
+func (g *Gate) quotaSpent(ctx context.Context, call connector.Call, scopes []*registry.ScopeInstance, err error) {
+	var ce *connector.Error
+	if !errors.As(err, &ce) || ce.Code == CodeQuota || ce.ResetAt.IsZero() || !ce.ResetAt.After(g.now()) {
+		return
+	}
+	var quota []*registry.ScopeInstance
+	for _, s := range scopes {
+		if g.limits[s.ID].DailyQuota > 0 {
+			quota = append(quota, s)
+		}
+	}
+	if len(quota) == 0 {
+		quota = scopes
+	}
+	g.spentMu.Lock()
+	var fresh []string
+	for _, s := range quota {
+		if cur, ok := g.spent[s.ID]; !ok || cur.resetAt.Before(ce.ResetAt) {
+			g.spent[s.ID] = spentQuota{resetAt: ce.ResetAt, code: ce.Code}
+			fresh = append(fresh, s.ID)
+		}
+	}
+	g.spentMu.Unlock()
+	for _, id := range fresh {
+		g.emit(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: id, Provider: call.Provider, Dataset: call.Dataset,
+			Message: fmt.Sprintf("provider answered quota exhausted (%s): %s; no call is sent against scope %s until %s",
+				ce.Code, ce.Message, id, ce.ResetAt.Format(time.RFC3339)),
+			Attrs: map[string]string{"code": ce.Code, "status": fmt.Sprint(ce.Status), "reset_at": ce.ResetAt.Format(time.RFC3339)}})
+	}
+}
+
+// spentError is the refusal of a call against a scope whose quota the
+// provider said is spent (quotaSpent), or nil.
+func (g *Gate) spentError(call connector.Call, scopes []*registry.ScopeInstance) *connector.Error {
+	now := g.now()
+	g.spentMu.Lock()
+	defer g.spentMu.Unlock()
+	for _, s := range scopes {
+		q, ok := g.spent[s.ID]
+		if !ok {
+			continue
+		}
+		if !q.resetAt.After(now) {
+			delete(g.spent, s.ID)
+			continue
+		}
+		return &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset, Code: CodeQuota,
+			Message: fmt.Sprintf("the provider said the daily quota of scope %s is used up (code %s) until %s: the call is not sent",
+				s.ID, q.code, q.resetAt.Format(time.RFC3339)), ResetAt: q.resetAt}
+	}
+	return nil
 }
 
 // emit records an operational event (or only logs it without an
