@@ -30,7 +30,19 @@ type Error struct {
 	Status int
 	// Err is the underlying error, if any (redacted of secrets).
 	Err error
+	// Confirm is set by a classifier on an answer whose meaning is
+	// disputed in the field: the class holds only once Confirm such
+	// answers came in a row (LOCAL STUB until the lead's version lands on
+	// main).
+	Confirm int
+	// Unconfirmed is the class an unconfirmed answer would have (LOCAL
+	// STUB until the lead's version lands on main).
+	Unconfirmed Class
 }
+
+// DefaultConfirm is how many ambiguous answers in a row confirm their
+// class (LOCAL STUB until the lead's version lands on main).
+const DefaultConfirm = 3
 
 // Error describes the failure: provider, dataset, class, code, status,
 // message and the wait it asks for.
