@@ -16,8 +16,8 @@ const RateLimitWait = time.Second
 
 // codeClasses classifies the portal's reason codes, which come in the
 // gateway envelope (returnReasonCode, XML or JSON) and in services' own
-// resultCode alike. Unknown codes are Transient. A one-digit spelling
-// ("3", "1") is looked up as its two-digit form.
+// resultCode alike. Unknown codes are Transient. A numeric code is looked
+// up in its two-digit spelling (see lookupCode).
 var codeClasses = map[string]connector.Class{
 	"01": connector.Transient,      // application error
 	"02": connector.Transient,      // DB error
@@ -71,13 +71,19 @@ func success(code string) bool {
 	return code != "" && strings.Trim(code, "0") == ""
 }
 
-// lookupCode returns the key of codeClasses for a code: a one-digit code
-// ("3") as its two-digit spelling ("03").
+// lookupCode returns the key of codeClasses for a code: a numeric code in
+// its two-digit spelling, whether an agency writes it with one digit
+// ("3", the portal's own code table) or pads it to three ("030", the RTMS
+// services, whose success is "000").
 func lookupCode(code string) string {
-	if len(code) == 1 && code[0] >= '0' && code[0] <= '9' {
-		return "0" + code
+	if code == "" || strings.Trim(code, "0123456789") != "" {
+		return code
 	}
-	return code
+	n := strings.TrimLeft(code, "0")
+	if len(n) < 2 {
+		n = strings.Repeat("0", 2-len(n)) + n
+	}
+	return n
 }
 
 // Classify decides a data.go.kr answer. Gateway errors come as an
@@ -103,6 +109,13 @@ func Classify(h connector.Head) connector.Verdict {
 		env = readJSON(h.Bytes)
 	case "xml":
 		env = readXML(h.Bytes)
+		if !env.hasTotal {
+			// The walk stops at the first item (items are data); the
+			// counts follow the items, and the head may hold them.
+			env.total, env.hasTotal = lastNumber(tailXML["totalCount"], h.Bytes)
+			env.pageNo, _ = lastNumber(tailXML["pageNo"], h.Bytes)
+			env.numOfRows, _ = lastNumber(tailXML["numOfRows"], h.Bytes)
+		}
 	}
 	if env.code != "" && !success(env.code) {
 		c, ok := codeClasses[lookupCode(env.code)]

@@ -115,6 +115,12 @@ func TestClassifyMisreadAnswers(t *testing.T) {
 		{"json without envelope", 200, `{"message":"Unexpected errors"}`, connector.Transient, "", "Unexpected errors", 0, false},
 		// old: transient (unknown code "3"); a one-digit spelling of 03
 		{"one digit 3", 200, `{"response":{"header":{"resultCode":"3","resultMsg":"NODATA_ERROR"}}}`, connector.NoData, "3", "NODATA_ERROR", 0, false},
+		// old: transient (unknown code "030"); three digits as the RTMS services write them
+		{"three digits 030", 200, `{"response":{"header":{"resultCode":"030","resultMsg":"SERVICE_KEY_IS_NOT_REGISTERED_ERROR"},"body":{}}}`,
+			connector.AuthFailed, "030", "SERVICE_KEY_IS_NOT_REGISTERED_ERROR", connector.DefaultConfirm, false},
+		// old: transient (unknown code "022")
+		{"three digits 022", 200, `{"response":{"header":{"resultCode":"022","resultMsg":"LIMITED_NUMBER_OF_SERVICE_REQUESTS_EXCEEDS_ERROR"},"body":{}}}`,
+			connector.QuotaExhausted, "022", "LIMITED_NUMBER", 0, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,5 +155,21 @@ func TestClassifyEmptyItems(t *testing.T) {
 		if v.Err == nil || v.Err.Class != connector.NoData || v.More {
 			t.Errorf("%s: %+v more %v", b, v.Err, v.More)
 		}
+	}
+}
+
+// TestClassifyXMLCountsAfterItems: an XML page writes its counts after the
+// items; a head that holds them says whether more pages follow (the old
+// walk stopped at the first item and never said so).
+func TestClassifyXMLCountsAfterItems(t *testing.T) {
+	page := func(total string) []byte {
+		return []byte(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><response><header><resultCode>0000</resultCode><resultMsg>OK</resultMsg></header>` +
+			`<body><items><item><code>1</code><name>서울</name></item></items><numOfRows>10</numOfRows><pageNo>1</pageNo><totalCount>` + total + `</totalCount></body></response>`)
+	}
+	if v := Classify(connector.Head{Status: 200, Header: http.Header{}, Bytes: page("17"), Complete: true}); v.Err != nil || !v.More {
+		t.Errorf("totalCount 17 beyond 10 rows: err %v more %v, want more", v.Err, v.More)
+	}
+	if v := Classify(connector.Head{Status: 200, Header: http.Header{}, Bytes: page("1"), Complete: true}); v.Err != nil || v.More {
+		t.Errorf("totalCount 1: err %v more %v, want the last page", v.Err, v.More)
 	}
 }
