@@ -2,56 +2,32 @@ package datago_test
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/connector/datago"
 )
 
-// recordedCase is one entry of testdata/recorded/cases.yaml (the format of
-// the shared corpus; see connectortest.RunRecorded once it lands).
-type recordedCase struct {
-	Name      string            `yaml:"name"`
-	Source    string            `yaml:"source"`
-	Meaning   string            `yaml:"meaning"`
-	Reasoning string            `yaml:"reasoning"`
-	Probe     bool              `yaml:"probe"`
-	Dataset   string            `yaml:"dataset"`
-	Path      string            `yaml:"path"`
-	Status    int               `yaml:"status"`
-	Headers   map[string]string `yaml:"headers"`
-	Body      string            `yaml:"body"`
-	BodyFile  string            `yaml:"body_file"`
-	Expect    struct {
-		Class      string `yaml:"class"`
-		Code       string `yaml:"code"`
-		Message    string `yaml:"message"`
-		RetryAfter string `yaml:"retry_after"`
-		Reset      string `yaml:"reset"`
-		More       *bool  `yaml:"more"`
-		Confirm    int    `yaml:"confirm"`
-	} `yaml:"expect"`
+// TestRecordedAnswers runs every recorded answer through the real
+// connector (connectortest.RunRecorded): Fetch or Probe of the sample
+// dataset against a loopback server that answers as recorded.
+func TestRecordedAnswers(t *testing.T) {
+	connectortest.RunRecorded(t, connectortest.Recorded{Provider: "datago", Dir: "testdata/recorded"})
 }
 
-// TestRecordedClassify runs every recorded answer through Classify, the
-// way the connector sees it: the head of the body, the frozen clock of the
-// connector tests and the provider's timezone.
+// TestRecordedClassify runs every recorded answer through Classify alone,
+// the way the connector sees it (the head of the body, the frozen clock,
+// the provider's timezone): the verdict itself carries the provider's code,
+// Confirm on the disputed answers, and says whether more pages follow when
+// the head holds the counts.
 func TestRecordedClassify(t *testing.T) {
-	dir := filepath.Join("testdata", "recorded")
-	raw, err := os.ReadFile(filepath.Join(dir, "cases.yaml"))
+	cases, err := connectortest.LoadRecorded(filepath.Join("testdata", "recorded"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var cases []recordedCase
-	if err := yaml.Unmarshal(raw, &cases); err != nil {
-		t.Fatalf("reading cases.yaml: %v", err)
 	}
 	if len(cases) < 16 {
 		t.Errorf("%d recorded answers, want at least 16", len(cases))
@@ -61,22 +37,12 @@ func TestRecordedClassify(t *testing.T) {
 		kst = time.FixedZone("KST", 9*3600)
 	}
 	now := connectortest.SimNow
-	seen := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			if tc.Name == "" || seen[tc.Name] {
-				t.Fatalf("name %q is empty or not unique", tc.Name)
-			}
-			seen[tc.Name] = true
-			if !strings.HasPrefix(tc.Source, "https://") || tc.Meaning == "" {
-				t.Fatalf("source %q and meaning %q are required", tc.Source, tc.Meaning)
+			if !strings.HasPrefix(tc.Source, "https://") {
+				t.Fatalf("source %q is not a public address", tc.Source)
 			}
 			body := []byte(tc.Body)
-			if tc.BodyFile != "" {
-				if body, err = os.ReadFile(filepath.Join(dir, tc.BodyFile)); err != nil {
-					t.Fatal(err)
-				}
-			}
 			h := http.Header{}
 			for k, v := range tc.Headers {
 				h.Set(k, v)
