@@ -30,7 +30,18 @@ type Error struct {
 	Status int
 	// Err is the underlying error, if any (redacted of secrets).
 	Err error
+	// Confirm is set by a classifier on an answer whose meaning is disputed
+	// in the field: the class holds only once Confirm such answers came in a
+	// row (local stub of the lead's field; dropped when merging main).
+	Confirm int
+	// Unconfirmed is the class an answer would have until it is confirmed
+	// (local stub of the lead's field; dropped when merging main).
+	Unconfirmed Class
 }
+
+// DefaultConfirm is how many ambiguous answers in a row confirm their class
+// (local stub of the lead's constant; dropped when merging main).
+const DefaultConfirm = 3
 
 // Error describes the failure: provider, dataset, class, code, status,
 // message and the wait it asks for.
