@@ -30,18 +30,19 @@ type Error struct {
 	Status int
 	// Err is the underlying error, if any (redacted of secrets).
 	Err error
-	// Confirm is set by a classifier on an answer whose meaning is disputed
-	// in the field: the class holds only once Confirm such answers came in a
-	// row (local stub of the lead's field; dropped when merging main).
+	// Confirm, set by a classifier, marks an answer whose meaning is
+	// disputed in the field (data.go.kr's code 30 during bursts, FRED's
+	// intermittent "api_key is not registered"): its Class holds only once
+	// Confirm answers of the same class and code came in a row from the
+	// provider, with no success between them. Until then Base reports it
+	// as Transient with Unconfirmed set (see Base.Fail). 0 or 1: the class
+	// is final at once.
 	Confirm int
-	// Unconfirmed is the class an answer would have until it is confirmed
-	// (local stub of the lead's field; dropped when merging main).
+	// Unconfirmed is the class an ambiguous answer (Confirm) will have once
+	// confirmed; while it is set, Class is Transient and the call is
+	// retried after at least ConfirmWait. Zero for a final class.
 	Unconfirmed Class
 }
-
-// DefaultConfirm is how many ambiguous answers in a row confirm their class
-// (local stub of the lead's constant; dropped when merging main).
-const DefaultConfirm = 3
 
 // Error describes the failure: provider, dataset, class, code, status,
 // message and the wait it asks for.
