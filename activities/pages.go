@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -54,8 +55,12 @@ type fetchPlan struct {
 // provider still announcing pages after maxPages fails the ingest
 // (BadRequest, code too_many_pages); a next page that repeats the previous
 // request, or the previous page's bytes, fails it as Transient
-// (paging_stuck): the cursor did not advance. Nothing is stored unless
-// every page arrived.
+// (paging_stuck): the cursor did not advance. The pages of one object
+// hold at most the dataset's bounds.max_object_mib of decoded bytes
+// together (each page is bounded by the connector, bounds.max_page_mib): a
+// provider sending more fails the ingest as BadRequest, code too_large,
+// as soon as the sum passes the bound. Nothing is stored unless every
+// page arrived.
 func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, ds *registry.Dataset, plan fetchPlan, maxPages int) (fetched, error) {
 	var out fetched
 	var w sink.Writer
@@ -70,6 +75,7 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 	var ext, contentType string
 	var fetchedAt time.Time
 	total := 0 // pages written, over every request
+	size := &objectSize{max: ds.Bounds.OrDefault().ObjectBytes}
 	for _, dates := range plan.requests {
 		req := connector.Request{Dataset: ds, From: dates.From, To: dates.To, Priority: plan.priority}
 		if dates.IsZero() {
@@ -99,12 +105,17 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 				resp.Body.Close()
 				return out, fail(connector.Transient, "paging", fmt.Sprintf("page %d is %s where page 1 was %s", total+1, resp.Ext, ext))
 			}
-			body := io.Reader(resp.Body)
+			body := io.Reader(&objectReader{r: resp.Body, size: size})
 			if hb := heartbeat(ctx); hb != nil {
-				body = &heartbeatReader{r: resp.Body, beat: hb}
+				body = &heartbeatReader{r: body, beat: hb}
 			}
 			p, err := w.WritePage(body)
 			resp.Body.Close()
+			if size.over {
+				return out, fail(connector.BadRequest, connector.CodeTooLarge,
+					fmt.Sprintf("the object is larger than %s, the most one object may hold (bounds.max_object_mib; counted decoded), at page %d: split the range, or raise the bound if the range is right",
+						connector.FormatBytes(size.max), total+1))
+			}
 			if err != nil {
 				return out, fmt.Errorf("streaming %s page %d: %w", ds.ID, total+1, err)
 			}
@@ -147,4 +158,36 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 		return out, fmt.Errorf("streaming %s into %s: %w", ds.ID, put.Key, err)
 	}
 	return out, nil
+}
+
+// objectSize counts the decoded bytes of an object's pages against its
+// bound (registry.Bounds.ObjectBytes).
+type objectSize struct {
+	n, max int64
+	over   bool
+}
+
+// errObjectTooLarge fails the read of a page that takes its object past
+// its bound; fetchPages reports it classified.
+var errObjectTooLarge = errors.New("object larger than its bound")
+
+// objectReader reads one page of an object, counting it in the object's
+// size, and fails once the object passes its bound.
+type objectReader struct {
+	r    io.Reader
+	size *objectSize
+}
+
+func (o *objectReader) Read(p []byte) (int, error) {
+	if o.size.over {
+		return 0, errObjectTooLarge
+	}
+	n, err := o.r.Read(p)
+	o.size.n += int64(n)
+	if o.size.n > o.size.max {
+		n -= int(o.size.n - o.size.max)
+		o.size.n, o.size.over = o.size.max, true
+		return n, errObjectTooLarge
+	}
+	return n, err
 }

@@ -211,7 +211,11 @@ func (a *Activities) probe(ctx context.Context, conn connector.Connector, ds *re
 		return p
 	}
 	p.HTTPStatus = ans.Status
-	if !ans.Truncated {
+	// Only an answer its connector classified a success is fingerprinted
+	// (an error came back above): its status a 2xx, whole, and not an
+	// HTML page (watch.FingerprintBody refuses one) — an error body's
+	// shape must never stand for the dataset's.
+	if !ans.Truncated && ans.Status >= 200 && ans.Status <= 299 {
 		if sh, ferr := watch.FingerprintBody(ans.ContentType, ans.Body); ferr == nil {
 			p.Shape = sh
 		} else {

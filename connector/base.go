@@ -174,6 +174,9 @@ func (b *Base) Dataset(req Request, probe bool) (Call, *registry.Dataset, *Error
 		return call, nil, b.Fail(call, 0, &Error{Class: BadRequest,
 			Message: fmt.Sprintf("dataset %s belongs to provider %s, not %s", ds.ID, ds.Provider, b.provider.ID)})
 	}
+	if ds.Bounds != (registry.Bounds{}) && ds.Bounds != b.provider.Bounds {
+		call.bounds = ds.Bounds // the dataset overrides its provider's
+	}
 	return call, ds, nil
 }
 
@@ -230,9 +233,6 @@ type Exchange struct {
 	Classify func(Head) Verdict
 }
 
-// errStalled is the cancel cause of a body that made no progress.
-var errStalled = errors.New("response body stalled")
-
 // maxRedirects is how many same-host redirects one Do follows.
 const maxRedirects = 5
 
@@ -285,10 +285,14 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		guard.permit = p
 		req = req.WithContext(httptrace.WithClientTrace(reqCtx, guard.trace()))
 	}
+	bounds := b.bounds(x.Call)
+	clock := &pageClock{now: b.now, d: bounds.PageTimeout, onExpire: func() { cancel(errPageTimeout) }}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: clock.begin}))
 	start := time.Now()
 	resp, err := b.client.Do(req)
 	guard.done()
 	if err != nil {
+		clock.stop()
 		cancel(nil)
 		if ctx.Err() != nil {
 			b.observeCall(ctx, Observation{Call: x.Call, Err: ctx.Err()})
@@ -305,10 +309,15 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		return nil, nil, e
 	}
 	if isRedirect(resp.StatusCode) && resp.Header.Get("Location") != "" {
+		clock.stop()
 		next, err := b.redirectHop(ctx, x, resp, hop, red, start, cancel)
 		return nil, next, err
 	}
-	guardBody := newStallGuard(resp.Body, b.stall, func() { cancel(errStalled) })
+	clock.arrived()
+	guardBody := newBodyGuard(decodedBody(resp), b.stall, clock, bounds.PageBytes, cancel)
+	readFailure := func(err error) *Error {
+		return b.readFailure(x.Call, resp.StatusCode, err, reqCtx, bounds, guardBody, clock)
+	}
 	br := bufio.NewReaderSize(guardBody, HeadSize)
 	head, perr := br.Peek(HeadSize)
 	complete := false
@@ -323,15 +332,22 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
-		e := b.readFailure(x.Call, resp.StatusCode, perr, reqCtx)
+		e := readFailure(perr)
 		b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: e})
 		b.logCall(ctx, x, red, resp.StatusCode, e, time.Since(start))
 		return nil, nil, e
 	}
 	v := Verdict{Err: &Error{Class: Transient, Message: "no classifier"}}
+	h := Head{Status: resp.StatusCode, Header: resp.Header, Bytes: head, Complete: complete,
+		Format: x.Format, Now: b.now(), Location: b.Location()}
 	if x.Classify != nil {
-		v = x.Classify(Head{Status: resp.StatusCode, Header: resp.Header, Bytes: head, Complete: complete,
-			Format: x.Format, Now: b.now(), Location: b.Location()})
+		v = x.Classify(h)
+	}
+	if h.Foreign() != "" && (v.Err == nil || v.Err.Class == BadRequest || v.Err.Class == NoData) {
+		// Whatever the classifier made of it, an empty body, an HTML page
+		// or plain text where JSON or XML was asked is no answer of the
+		// provider's API: never data, never our bad request.
+		v = ForeignVerdict(h)
 	}
 	var verr error
 	if v.Err != nil {
@@ -356,7 +372,7 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 				if ctx.Err() != nil {
 					return fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
 				}
-				return b.readFailure(x.Call, resp.StatusCode, err, reqCtx)
+				return readFailure(err)
 			}},
 		Status:      resp.StatusCode,
 		Header:      selectHeaders(resp.Header),
@@ -599,17 +615,64 @@ func (g *sendGuard) stop(conn net.Conn, err error) {
 	}
 }
 
-// readFailure classifies an error reading a response body: a stall or a
-// truncated or reset body is Transient.
-func (b *Base) readFailure(call Call, status int, err error, reqCtx context.Context) *Error {
+// Codes of the failures a connector's own bounds (registry.Bounds) cause.
+const (
+	// CodeTooLarge: a page, or an object of several pages, grew beyond
+	// its bound (bounds.max_page_mib, bounds.max_object_mib). Its class
+	// is BadRequest — not retryable: the same request brings the same
+	// bytes — until a person raises the bound or splits the range.
+	CodeTooLarge = "too_large"
+	// CodePageTimeout: a page's body did not arrive in full within its
+	// deadline (bounds.page_timeout_seconds). Transient.
+	CodePageTimeout = "page_timeout"
+)
+
+// readFailure classifies an error reading a response body: beyond the
+// page's size bound is BadRequest (CodeTooLarge); past the page's deadline,
+// a stall, a truncated or reset body, an encoding we cannot decode are
+// Transient.
+func (b *Base) readFailure(call Call, status int, err error, reqCtx context.Context, bounds registry.Bounds, g *bodyGuard, clock *pageClock) *Error {
+	cause := context.Cause(reqCtx)
+	switch {
+	case errors.Is(err, errTooLarge) || errors.Is(cause, errTooLarge):
+		return b.Fail(call, status, &Error{Class: BadRequest, Code: CodeTooLarge,
+			Message: fmt.Sprintf("the answer is larger than %s, the most one page may hold (bounds.max_page_mib; counted decoded, after any Content-Encoding): "+
+				"a provider answering more than any page of this dataset should hold; raise the bound if the answer is right", FormatBytes(bounds.PageBytes))})
+	case errors.Is(err, errPageTimeout) || errors.Is(cause, errPageTimeout):
+		return b.Fail(call, status, &Error{Class: Transient, Code: CodePageTimeout,
+			Message: fmt.Sprintf("the answer did not arrive within %s, the most one page may take (bounds.page_timeout_seconds): %s of it read in %s",
+				bounds.PageTimeout, FormatBytes(g.n), clock.elapsed().Round(time.Second))})
+	}
 	msg := "reading response body"
 	switch {
-	case errors.Is(context.Cause(reqCtx), errStalled):
+	case errors.Is(cause, errStalled):
 		msg = fmt.Sprintf("response body made no progress for %s", b.stall)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		msg = "response body truncated"
+	case errors.Is(err, errEncoding):
+		msg = "decoding response body"
 	}
 	return b.Fail(call, status, &Error{Class: Transient, Message: msg, Err: err})
+}
+
+// FormatBytes writes a byte count for a message: "64 MiB", "1.5 KiB",
+// "12 bytes" (four significant digits).
+func FormatBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, units := float64(n)/1024, []string{"KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for v >= 1024 && i < len(units)-1 {
+		v, i = v/1024, i+1
+	}
+	return fmt.Sprintf("%.4g %s", v, units[i])
+}
+
+// bounds returns the bounds of a call: its dataset's (Base.Dataset), else
+// its provider's, each unset field its default.
+func (b *Base) bounds(call Call) registry.Bounds {
+	return b.provider.Bounds.Merge(call.bounds).OrDefault()
 }
 
 // sanitize returns err with every known secret redacted from its message

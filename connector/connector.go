@@ -44,6 +44,10 @@ type Call struct {
 	// through Permit.Track (Base does, for every request it gates), so a
 	// gate may give a permit whose use counts on those reports.
 	Tracks bool
+
+	// bounds are the dataset's bounds where they differ from its
+	// provider's (set by Base.Dataset); zero: the provider's.
+	bounds registry.Bounds
 }
 
 // Priority is the class of a call at the scope limiter: when calls of

@@ -17,7 +17,8 @@
 // single-flights its token refresh per instance.
 //
 // A Connector hands back the raw response body as a stream: bronze keeps
-// the bytes exactly as the provider sent them (transport gzip removed).
+// the bytes exactly as the provider sent them (any gzip or deflate
+// Content-Encoding removed).
 // Errors a provider reports inside an HTTP 200 (ECOS RESULT, data.go.kr XML
 // gateway envelopes, KIS rt_cd) are caught by peeking a bounded head of the
 // body (HeadSize bytes) before it is handed on; the returned Body still
@@ -45,14 +46,38 @@
 //     INFO-200, list_total_count 0 or no rows; FRED count 0 or no
 //     observations; UPBIT []; data.go.kr 03, totalCount 0 or empty items.
 //   - BadRequest: KIS another rt_cd; ECOS ERROR-100, 101, 300, 301, 400;
-//     other 4xx everywhere; a request the connector cannot build; a
-//     redirect it refuses to follow (see Redirects).
+//     other 4xx with a JSON or XML body everywhere; a request the
+//     connector cannot build; a redirect it refuses to follow (see
+//     Redirects); an answer beyond its page bound (Code CodeTooLarge, see
+//     Bounds).
 //   - Transient: 5xx, FRED 423, timeouts, connection resets, truncated or
-//     stalled bodies, unexpected (HTML) answers, unknown codes.
+//     stalled bodies, a page past its deadline (Code CodePageTimeout),
+//     unknown codes, and an empty, HTML or plain-text body where JSON or
+//     XML was asked (Head.Foreign), whatever its status: a gateway's HTML
+//     400 or 404 page is not the provider's verdict on the request, and an
+//     empty 200 is not NoData. Base.Do applies this rule over every
+//     classifier (a BadRequest, NoData or success verdict on such a body
+//     becomes ForeignVerdict), and StatusVerdict applies it too.
 //
 // Defaults when the provider names no wait: KIS 1 s (EGW00201) and 60 s
 // (EGW00133), ECOS 10 s, FRED 20 s, UPBIT 1 s and a 60 s block, data.go.kr
 // 1 s; a Retry-After header always wins.
+//
+// # Bounds
+//
+// Base.Do bounds every answer by its dataset's registry.Bounds (its
+// provider's, overridden per dataset; Base.Dataset carries them in the
+// Call): a page holds at most Bounds.PageBytes decoded bytes — counted
+// after the transport's gzip, or the connector's own decoding of a gzip or
+// deflate answer nobody asked to be compressed; another Content-Encoding
+// fails as Transient — and a read beyond it fails as BadRequest with Code
+// CodeTooLarge, not retried. A page must arrive in full within
+// Bounds.PageTimeout from the moment its request was written, on the
+// connector's clock (Options.Now) at every read and by a timer while a read
+// is blocked: a body trickling a byte a second fails as Transient with
+// Code CodePageTimeout. The stall timeout (Options.StallTimeout) still
+// catches a body that stops. The bound on an object of several pages is
+// its caller's (activities.Ingest).
 //
 // # Pages
 //

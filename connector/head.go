@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,6 +70,75 @@ func Sniff(head []byte) string {
 		return "xml"
 	}
 	return ""
+}
+
+// htmlStarts are how an HTML page begins (lower-cased, after a byte-order
+// mark and white space): a gateway's or web server's error page, a
+// maintenance page, a login wall.
+var htmlStarts = []string{"<!doctype html", "<html", "<head", "<body", "<title", "<h1", "<p>", "<center>"}
+
+// IsHTML reports whether the head starts like an HTML page. Sniff calls
+// such a page "xml"; no provider answers data as HTML.
+func IsHTML(head []byte) bool {
+	b := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n")
+	if len(b) > 16 {
+		b = b[:16]
+	}
+	low := strings.ToLower(string(b))
+	for _, s := range htmlStarts {
+		if strings.HasPrefix(low, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Foreign describes a body that is not what Format asked for: "an empty
+// body", "an HTML page", or "a body that is neither JSON nor XML"; it is
+// "" when Format asks for nothing or the body sniffs as JSON or XML (one
+// for the other is no concern here: data.go.kr answers its errors in XML
+// whatever was asked). Such an answer is never the provider's verdict on
+// our request — a gateway, proxy or web server in front of the provider
+// answered, or the provider broke — so it is Transient (see
+// ForeignVerdict), whatever its status.
+func (h Head) Foreign() string {
+	if h.Format != "json" && h.Format != "xml" {
+		return ""
+	}
+	switch {
+	case len(bytes.TrimSpace(bytes.TrimPrefix(h.Bytes, utf8BOM))) == 0:
+		return "an empty body"
+	case IsHTML(h.Bytes):
+		return "an HTML page"
+	case Sniff(h.Bytes) == "":
+		return "a body that is neither JSON nor XML"
+	}
+	return ""
+}
+
+// ForeignVerdict fails a Foreign answer as Transient: retryable, the
+// provider's fault, never our bad request. The code is the HTTP status of
+// a non-2xx answer; the message says what was asked and what came, with
+// a snippet of it.
+func ForeignVerdict(h Head) Verdict {
+	what := h.Foreign()
+	if what == "" {
+		what = "a body that is neither JSON nor XML"
+	}
+	code, status := "", ""
+	if h.Status < 200 || h.Status > 299 {
+		code = strconv.Itoa(h.Status)
+		status = fmt.Sprintf("HTTP %d %s: ", h.Status, http.StatusText(h.Status))
+	}
+	asked := "a JSON"
+	if h.Format == "xml" {
+		asked = "an XML"
+	}
+	msg := fmt.Sprintf("%sexpected %s answer, got %s", status, asked, what)
+	if s := Snippet(h.Bytes, 160); s != "" {
+		msg += ": " + s
+	}
+	return Fail(Transient, code, msg)
 }
 
 // Snippet returns up to n runes of the head as one line of valid UTF-8,

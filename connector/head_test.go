@@ -153,3 +153,23 @@ func FuzzWalkXML(f *testing.F) {
 		})
 	})
 }
+
+func FuzzForeign(f *testing.F) {
+	for _, s := range []string{"", " \r\n", "<html>", "<!DOCTYPE HTML>", `{"a":1}`, "<r/>", "not found", "\xEF\xBB\xBF<HTML>", "<h1>x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, format := range []string{"json", "xml", ""} {
+			h := Head{Status: 400, Bytes: b, Format: format}
+			what := h.Foreign()
+			switch {
+			case format == "" && what != "":
+				t.Fatalf("Foreign(%q) with no format asked = %q", b, what)
+			case what == "" && format != "" && Sniff(b) == "":
+				t.Fatalf("Foreign(%q) = \"\" for a body that sniffs as nothing", b)
+			case what != "" && (ForeignVerdict(h).Err == nil || ForeignVerdict(h).Err.Class != Transient):
+				t.Fatalf("ForeignVerdict(%q) is not Transient", b)
+			}
+		}
+	})
+}

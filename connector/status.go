@@ -56,9 +56,15 @@ func StatusClass(status int) Class {
 
 // StatusVerdict fails with the default class of a non-2xx status; the
 // message carries the status text and a snippet of the body. A RateLimited
-// verdict waits for Retry-After, or def.
+// verdict waits for Retry-After, or def. A status that would be
+// BadRequest with a Foreign body (a gateway's HTML 400 or 404 page, an
+// empty 404) is Transient instead (ForeignVerdict): the provider's API did
+// not answer, so it did not refuse our request.
 func StatusVerdict(h Head, def time.Duration) Verdict {
 	c := StatusClass(h.Status)
+	if c == BadRequest && h.Foreign() != "" {
+		return ForeignVerdict(h)
+	}
 	msg := fmt.Sprintf("HTTP %d %s", h.Status, http.StatusText(h.Status))
 	if s := Snippet(h.Bytes, 160); s != "" {
 		msg += ": " + s

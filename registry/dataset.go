@@ -38,6 +38,12 @@ type Dataset struct {
 	// rows a day of a data.go.kr service holds). Wire.Coverage has it
 	// applied.
 	CoverageOverride wire.CoverageOverride
+	// BoundsOverride is what the dataset file's bounds block declares;
+	// Bounds is its provider's bounds with the override applied, every
+	// field set (zero only in a Dataset not built by Load: then
+	// Bounds.OrDefault applies).
+	BoundsOverride Bounds
+	Bounds         Bounds
 	// Wire holds the wire facts of the dataset's connector resolved for
 	// it (cycle, page size, row facts with RowsOverride applied): what a
 	// planner and a watch read. Nil when the dataset declares no request
@@ -47,6 +53,7 @@ type Dataset struct {
 
 	providerPos, scopeKeyPos, rowsPos Pos
 	coverageFields                    map[string]Pos
+	boundsDecl                        boundsDecl
 }
 
 // UnassignedScopeKey is the scope key of the datasets of a per-service

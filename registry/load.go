@@ -237,6 +237,7 @@ func (l *loader) provider(d *decoder, n *yaml.Node, path string) *Provider {
 		{"rate_limits", func(n *yaml.Node, p string) { l.rateLimits(d, pr, n, p) }},
 		{"terms", func(n *yaml.Node, p string) { pr.Terms = d.terms(n, p) }},
 		{"terms_source", func(n *yaml.Node, p string) { pr.TermsSource = d.source(n, p) }},
+		{"bounds", func(n *yaml.Node, p string) { pr.boundsDecl = d.bounds(n, p) }},
 	})
 	if present == nil {
 		return nil
@@ -263,6 +264,8 @@ func (l *loader) provider(d *decoder, n *yaml.Node, path string) *Provider {
 		pr.Timezone, pr.Location, pr.TimezoneDefaulted = "UTC", time.UTC, present["timezone"] == nil
 	}
 	pr.Auth = l.auth(d, pr.ID, authNode, authPath)
+	pr.Bounds = DefaultBounds().Merge(pr.boundsDecl.Bounds)
+	checkBounds(d.errs, pr.Bounds, pr.boundsDecl, "provider "+pr.ID)
 	return pr
 }
 
@@ -479,6 +482,10 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 		{"terms", func(n *yaml.Node, p string) { ds.TermsOverride = d.terms(n, p) }},
 		{"rows", func(n *yaml.Node, p string) { ds.RowsOverride, ds.rowsPos = rowsOverride(d, n, p), d.pos(n, p) }},
 		{"coverage", func(n *yaml.Node, p string) { ds.CoverageOverride, ds.coverageFields = coverageOverride(d, n, p) }},
+		{"bounds", func(n *yaml.Node, p string) {
+			ds.boundsDecl = d.bounds(n, p)
+			ds.BoundsOverride = ds.boundsDecl.Bounds
+		}},
 	})
 	if present == nil {
 		return nil
@@ -667,6 +674,10 @@ func (l *loader) crossCheck() {
 			continue
 		}
 		ds.Terms = pr.Terms.Merge(ds.TermsOverride)
+		ds.Bounds = pr.Bounds.Merge(ds.BoundsOverride)
+		if pr.Bounds.ObjectBytes >= pr.Bounds.PageBytes {
+			checkBounds(&l.errs, ds.Bounds, ds.boundsDecl, "dataset "+ds.ID)
+		}
 		if pr.ServiceScoped() && ds.ScopeKey == "" {
 			// Conservative: every dataset that does not name its service
 			// shares one budget, reported as needing checking.

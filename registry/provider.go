@@ -64,11 +64,16 @@ type Provider struct {
 	RateLimits  []*RateLimit
 	Terms       Terms
 	TermsSource *Source
+	// Bounds cap its answers and objects: the provider's bounds block
+	// over DefaultBounds, every field set.
+	Bounds Bounds
 
 	// TimezoneDefaulted is true when no timezone was declared and UTC was
 	// assumed; validate reports it as needing checking.
 	TimezoneDefaulted bool
 	Pos               Pos
+
+	boundsDecl boundsDecl
 }
 
 // ServiceScoped reports whether any limit of the provider applies per

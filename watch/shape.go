@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/connector"
 )
 
 // Shape is the structure of an answer: its field paths and their types,
@@ -345,8 +347,15 @@ func xmlName(s string) string {
 }
 
 // FingerprintBody fingerprints an answer as JSON or XML, by its content
-// type when it names one, else by its first non-blank byte.
+// type when it names one, else by its first non-blank byte. An HTML page
+// (connector.IsHTML: a gateway's error page, a maintenance page) is never
+// a dataset's answer, whatever its content type says, and is refused: its
+// shape would stand for the dataset's until the next real answer, and
+// then be reported as a change of schema.
 func FingerprintBody(contentType string, body []byte) (Shape, error) {
+	if connector.IsHTML(body) {
+		return Shape{}, fmt.Errorf("fingerprinting an answer of content type %q: an HTML page, not a dataset's answer", contentType)
+	}
 	ct := strings.ToLower(contentType)
 	switch {
 	case strings.Contains(ct, "json"):

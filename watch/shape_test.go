@@ -192,6 +192,18 @@ func TestFingerprintBody(t *testing.T) {
 	if _, err := FingerprintBody("text/plain", []byte("hello")); err == nil || !strings.Contains(err.Error(), "neither JSON nor XML") {
 		t.Errorf("plain text: %v", err)
 	}
+	// An error page is never a dataset's shape, even well-formed as XML
+	// and whatever its content type says.
+	for _, ct := range []string{"text/html", "application/xhtml+xml", "text/xml", ""} {
+		for _, body := range []string{
+			"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>",
+			"\n<!DOCTYPE html>\n<html><body><p>maintenance</p></body></html>",
+		} {
+			if sh, err := FingerprintBody(ct, []byte(body)); err == nil || !strings.Contains(err.Error(), "HTML page") {
+				t.Errorf("%s %q: %v %v", ct, body, sh, err)
+			}
+		}
+	}
 }
 
 func TestDiffShapes(t *testing.T) {

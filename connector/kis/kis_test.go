@@ -482,7 +482,7 @@ func TestOtherAnswers(t *testing.T) {
 		{"empty outputs", 200, `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"정상처리 되었습니다.","output1":{},"output2":[]}`, connector.NoData, "MCA00000"},
 		{"html 200", 200, `<html><body>maintenance</body></html>`, connector.Transient, ""},
 		{"gateway 502", 502, `bad gateway`, connector.Transient, "502"},
-		{"404", 404, `not found`, connector.BadRequest, "404"},
+		{"404", 404, `not found`, connector.Transient, "404"}, // plain text is no answer of the API (connector.Head.Foreign)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
