@@ -197,15 +197,15 @@ const maxCodeLen = 64
 // sanitize). An ambiguous answer (Error.Confirm) is counted: until
 // confirmed it comes back Transient, its would-be class in Unconfirmed.
 func (b *Base) Fail(call Call, status int, e *Error) *Error {
-	if e.Class == NoData {
-		// The provider looked for rows: the key works.
-		b.confirm.succeeded()
-	}
-	b.confirm.confirm(e)
 	e.Provider = b.provider.ID
 	if e.Dataset == "" {
 		e.Dataset = call.Dataset
 	}
+	if e.Class == NoData {
+		// The provider looked for the dataset's rows: the key works.
+		b.confirm.succeeded(e.Dataset)
+	}
+	b.confirm.confirm(e)
 	if e.Status == 0 {
 		e.Status = status
 	}
@@ -353,7 +353,7 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 	if v.Err != nil {
 		verr = b.Fail(x.Call, resp.StatusCode, v.Err)
 	} else {
-		b.confirm.succeeded()
+		b.confirm.succeeded(x.Call.Dataset)
 	}
 	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: verr, Remaining: v.Remaining})
 	b.logCall(ctx, x, red, resp.StatusCode, verr, time.Since(start))

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,8 +18,12 @@ const DefaultConfirm = 3
 // minute when the answer is meant.
 const ConfirmWait = 10 * time.Second
 
-// confirmations counts a provider's ambiguous answers in a row, by class
-// and code; any success starts every count over. It lives in one process:
+// confirmations counts a provider's ambiguous answers in a row, by
+// dataset, class and code; a success (or NoData) of a dataset starts its
+// counts over. Counts are per dataset because a provider may refuse one
+// dataset and serve another with the same key (data.go.kr approves a key
+// service by service: code 30 for the one not approved while the others
+// answer). It lives in one process:
 // with several workers a broken key is confirmed by each of them, which
 // costs at most Confirm-1 calls per worker.
 type confirmations struct {
@@ -35,7 +40,7 @@ func (c *confirmations) confirm(e *Error) {
 	if e.Confirm <= 1 || e.Unconfirmed != 0 {
 		return
 	}
-	key := e.Class.String() + "\x00" + e.Code
+	key := e.Dataset + "\x00" + e.Class.String() + "\x00" + e.Code
 	c.mu.Lock()
 	if c.n == nil {
 		c.n = map[string]int{}
@@ -57,10 +62,16 @@ func (c *confirmations) confirm(e *Error) {
 	e.ResetAt, e.Until = time.Time{}, time.Time{}
 }
 
-// succeeded starts every count over: the provider answered well, so the
-// ambiguous answers before were not meant.
-func (c *confirmations) succeeded() {
+// succeeded starts a dataset's counts over ("" for calls of no dataset,
+// such as token calls): the provider answered it well, so the ambiguous
+// answers before were not meant.
+func (c *confirmations) succeeded(dataset string) {
+	prefix := dataset + "\x00"
 	c.mu.Lock()
-	clear(c.n)
+	for k := range c.n {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.n, k)
+		}
+	}
 	c.mu.Unlock()
 }

@@ -35,9 +35,11 @@ func TestAmbiguousAnswersAreConfirmed(t *testing.T) {
 		return connector.Verdict{}
 	}
 	b := newBase(t, srv.URL, nil, nil, nil)
+	dataset := "datago-a"
 	call := func() *connector.Error {
 		t.Helper()
-		resp, err := b.Do(context.Background(), connector.Exchange{URL: srv.URL, Classify: classify})
+		resp, err := b.Do(context.Background(), connector.Exchange{URL: srv.URL, Classify: classify,
+			Call: connector.Call{Provider: "test", Dataset: dataset, Kind: connector.CallData}})
 		if err == nil {
 			resp.Body.Close()
 			return nil
@@ -80,6 +82,15 @@ func TestAmbiguousAnswersAreConfirmed(t *testing.T) {
 	answer.Store("ambiguous")
 	wantUnconfirmed(call(), 1)
 	wantUnconfirmed(call(), 2)
+	// Another dataset's success says nothing of this one's (data.go.kr
+	// approves a key service by service).
+	dataset = "datago-b"
+	answer.Store("ok")
+	if e := call(); e != nil {
+		t.Fatalf("another dataset's success: %v", e)
+	}
+	dataset = "datago-a"
+	answer.Store("ambiguous")
 	e := call()
 	if e == nil || e.Class != connector.AuthFailed || e.Unconfirmed != 0 {
 		t.Fatalf("third ambiguous answer in a row: got %+v, want auth_failed", e)
