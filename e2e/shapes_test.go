@@ -53,7 +53,7 @@ var answerShapes = []shapeCase{
 	// UPBIT's plain-text 429.
 	{fault: "provider=upbit,dataset=upbit-krw-eth,shape=429-text,times=2",
 		provider: "upbit", dataset: "upbit-krw-eth", scope: "upbit/ip", seenClass: "rate_limited", times: 2},
-	// KIS rt_cd "2" (OPSQ2001, an invalid parameter) in HTTP 200.
+	// KIS rt_cd "2" (OPSQ2001, an input field refused) in HTTP 200.
 	{fault: "provider=kis,dataset=kis-fx-jpykrw,shape=rt-cd,code=2",
 		provider: "kis", dataset: "kis-fx-jpykrw", failClass: "bad_request"},
 	// An empty body in HTTP 200.

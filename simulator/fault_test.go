@@ -65,11 +65,11 @@ func TestDecodeFaultSpecs(t *testing.T) {
 
 func TestParseFaultShapeAndWindow(t *testing.T) {
 	now := time.Date(2026, 12, 4, 15, 0, 0, 0, time.UTC)
-	f, err := ParseFaultAt("provider=kis,dataset=d,shape=rt-cd,code=7,msg-cd=KIOK0560,message=m,status=200,shape-rate=0.5,times=2,from=+10s,until=2026-12-04T16:00:00Z", now)
+	f, err := ParseFaultAt("provider=kis,dataset=d,shape=rt-cd,code=7,msg-cd=KIOK0007,message=m,status=200,shape-rate=0.5,times=2,from=+10s,until=2026-12-04T16:00:00Z", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Fault{Provider: "kis", Dataset: "d", Shape: "rt-cd", Code: "7", MsgCode: "KIOK0560", Message: "m", Status: 200, ShapeRate: 0.5, Times: 2,
+	want := Fault{Provider: "kis", Dataset: "d", Shape: "rt-cd", Code: "7", MsgCode: "KIOK0007", Message: "m", Status: 200, ShapeRate: 0.5, Times: 2,
 		From: now.Add(10 * time.Second), Until: time.Date(2026, 12, 4, 16, 0, 0, 0, time.UTC)}
 	if !faultEqual(f, want) {
 		t.Errorf("got %+v\nwant %+v", f, want)

@@ -183,13 +183,13 @@ func TestShapeKIS(t *testing.T) {
 	setFaults(h, "provider=kis,shape=rt-cd", "provider=kis,dataset=kis-index-0001-kospi,shape=rt-cd,code=2")
 	r = h.Get(query, headers(tok.AccessToken))
 	wantAnswer(t, "the first matching fault in order (rt_cd 7 by default)", r, 200, "application/json; charset=utf-8",
-		`{"rt_cd":"7","msg_cd":"KIOK0560","msg1":"조회할 내용이 없습니다"}`)
+		`{"rt_cd":"7","msg_cd":"KIOK0007","msg1":"조회할 자료가 없습니다"}`)
 	if r.Header.Get("tr_id") != "FHKUP03500100" {
 		t.Errorf("rt-cd answer's tr_id header %q", r.Header.Get("tr_id"))
 	}
 	setFaults(h, "provider=kis,dataset=kis-index-0001-kospi,shape=rt-cd,code=2")
 	wantAnswer(t, "rt_cd 2", h.Get(query, headers(tok.AccessToken)), 200, "application/json; charset=utf-8",
-		`{"rt_cd":"2","msg_cd":"OPSQ2001","msg1":"ERROR INVALID FID_COND_MRKT_DIV_CODE"}`)
+		`{"rt_cd":"2","msg_cd":"OPSQ2001","msg1":"ERROR : INPUT INVALID_CHECK_INQR_DVSN"}`)
 	setFaults(h, "provider=kis,shape=rt-cd,code=7,msg-cd=APBK1359,message=정정취소수량이 주문수량보다 많습니다")
 	wantAnswer(t, "rt_cd 7 with its own msg_cd", h.Get(query, headers(tok.AccessToken)), 200, "application/json; charset=utf-8",
 		`{"rt_cd":"7","msg_cd":"APBK1359","msg1":"정정취소수량이 주문수량보다 많습니다"}`)

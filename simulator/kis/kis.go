@@ -381,15 +381,15 @@ const (
 	// data calls with it get EGW00123.
 	shapeTokenExpired = "token-expired"
 	// shapeRtCd: a data call answered with another rt_cd than "0" or
-	// "1", e.g. {"rt_cd":"7","msg_cd":"KIOK0560","msg1":"조회할 내용이 없습니다"}.
+	// "1", e.g. {"rt_cd":"7","msg_cd":"KIOK0007","msg1":"조회할 자료가 없습니다"}.
 	shapeRtCd = "rt-cd"
 )
 
 // rtCdDefaults are the msg_cd and msg1 of the rt-cd shape by rt_cd.
 var rtCdDefaults = map[string][2]string{
 	"1": {"EGW00201", "초당 거래건수를 초과하였습니다."},
-	"2": {"OPSQ2001", "ERROR INVALID FID_COND_MRKT_DIV_CODE"},
-	"7": {"KIOK0560", "조회할 내용이 없습니다"},
+	"2": {"OPSQ2001", "ERROR : INPUT INVALID_CHECK_INQR_DVSN"},
+	"7": {"KIOK0007", "조회할 자료가 없습니다"},
 }
 
 // Shapes lists KIS's own shapes.
@@ -397,7 +397,7 @@ func (p *provider) Shapes() []simulator.ShapeSpec {
 	return []simulator.ShapeSpec{
 		{Name: shapeTokenExpired, Doc: "POST /oauth2/tokenP issues a token that is already expired (expires_in 0, access_token_token_expired one second ago); only token requests"},
 		{Name: shapeRtCd, Codes: []string{"*"}, TakesMsgCode: true, TakesMessage: true,
-			Doc: `a data call answered {"rt_cd":CODE,"msg_cd":…,"msg1":…} in HTTP 200 (rt_cd 7 by default: KIOK0560 "조회할 내용이 없습니다"; 2: OPSQ2001 "ERROR INVALID FID_COND_MRKT_DIV_CODE")`},
+			Doc: `a data call answered {"rt_cd":CODE,"msg_cd":…,"msg1":…} in HTTP 200 (rt_cd 7 by default: KIOK0007 "조회할 자료가 없습니다"; 2: OPSQ2001 "ERROR : INPUT INVALID_CHECK_INQR_DVSN")`},
 	}
 }
 
