@@ -84,6 +84,7 @@ var shapeControls = []string{"fsc-stock-market-index", "upbit-krw-btc", "kis-fx-
 // no call went to a spent quota, and no limit was exceeded.
 func TestAnswerShapes(t *testing.T) {
 	t.Parallel()
+	env(t)
 	began := time.Now()
 	var faults []simulator.Fault
 	plan := append([]string(nil), shapeControls...)
