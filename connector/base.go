@@ -49,6 +49,8 @@ type Base struct {
 	secrets  *Secrets
 	stall    time.Duration
 	store    TokenStore
+	// confirm counts ambiguous answers (Error.Confirm) in a row.
+	confirm confirmations
 }
 
 // NewBase validates the provider and options and returns the skeleton.
@@ -189,8 +191,14 @@ const maxCodeLen = 64
 
 // Fail completes a classifier's or connector's error: provider, dataset,
 // status, and the code, message and underlying error redacted (see
-// sanitize).
+// sanitize). An ambiguous answer (Error.Confirm) is counted: until
+// confirmed it comes back Transient, its would-be class in Unconfirmed.
 func (b *Base) Fail(call Call, status int, e *Error) *Error {
+	if e.Class == NoData {
+		// The provider looked for rows: the key works.
+		b.confirm.succeeded()
+	}
+	b.confirm.confirm(e)
 	e.Provider = b.provider.ID
 	if e.Dataset == "" {
 		e.Dataset = call.Dataset
@@ -328,6 +336,8 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 	var verr error
 	if v.Err != nil {
 		verr = b.Fail(x.Call, resp.StatusCode, v.Err)
+	} else {
+		b.confirm.succeeded()
 	}
 	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: verr, Remaining: v.Remaining})
 	b.logCall(ctx, x, red, resp.StatusCode, verr, time.Since(start))

@@ -30,6 +30,18 @@ type Error struct {
 	Status int
 	// Err is the underlying error, if any (redacted of secrets).
 	Err error
+	// Confirm, set by a classifier, marks an answer whose meaning is
+	// disputed in the field (data.go.kr's code 30 during bursts, FRED's
+	// intermittent "api_key is not registered"): its Class holds only once
+	// Confirm answers of the same class and code came in a row from the
+	// provider, with no success between them. Until then Base reports it
+	// as Transient with Unconfirmed set (see Base.Fail). 0 or 1: the class
+	// is final at once.
+	Confirm int
+	// Unconfirmed is the class an ambiguous answer (Confirm) will have once
+	// confirmed; while it is set, Class is Transient and the call is
+	// retried after at least ConfirmWait. Zero for a final class.
+	Unconfirmed Class
 }
 
 // Error describes the failure: provider, dataset, class, code, status,

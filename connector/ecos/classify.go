@@ -17,20 +17,33 @@ const Service = "StatisticSearch"
 // ("잠시후 이용해주시기 바랍니다").
 const ThrottleWait = 10 * time.Second
 
-// codeClasses classifies the RESULT codes ECOS documents. Unknown codes
-// are Transient.
+// codeClasses classifies the RESULT codes ECOS documents (its developer
+// guide, https://ecos.bok.or.kr/api/#/DevGuide/DevSpeciflcation; the
+// recorded answers are testdata/recorded/cases.yaml). Unknown codes are
+// Transient.
 var codeClasses = map[string]connector.Class{
 	"INFO-100":  connector.AuthFailed,  // bad key
 	"INFO-200":  connector.NoData,      // no data
 	"ERROR-100": connector.BadRequest,  // a required value is missing
 	"ERROR-101": connector.BadRequest,  // the date does not fit the cycle
+	"ERROR-200": connector.BadRequest,  // the file type (xml/json) is missing or not valid
 	"ERROR-300": connector.BadRequest,  // row count missing
-	"ERROR-301": connector.BadRequest,  // row count not a number
+	"ERROR-301": connector.BadRequest,  // row count not valid (also: the demo key asked more than 10 rows)
 	"ERROR-400": connector.BadRequest,  // range too large (60 s timeout): ask for fewer rows or dates
-	"ERROR-500": connector.Transient,   // server error
+	"ERROR-500": connector.Transient,   // server error ("or the service was not found": StatisticSearch exists)
 	"ERROR-600": connector.Transient,   // DB connection
-	"ERROR-601": connector.Transient,   // SQL error
+	"ERROR-601": connector.Transient,   // SQL error, on the server's side per the guide
 	"ERROR-602": connector.RateLimited, // too many calls
+
+	// Not in the ECOS guide, but named by issue 22 as ECOS parameter
+	// errors: the request-index codes of the Korean open-data platforms
+	// ECOS shares its RESULT envelope with (service not found, bad start
+	// row, bad end row, row not an integer). A wrong request either way,
+	// never worth sending again.
+	"ERROR-310": connector.BadRequest,
+	"ERROR-331": connector.BadRequest,
+	"ERROR-332": connector.BadRequest,
+	"ERROR-333": connector.BadRequest,
 }
 
 // envelope is what the head of an ECOS answer says.

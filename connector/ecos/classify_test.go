@@ -42,6 +42,25 @@ func TestClassifyXMLAndPaging(t *testing.T) {
 	}
 }
 
+// TestClassifyParameterCodes: every ECOS code that says the request is
+// wrong is BadRequest with ECOS's code and message; ERROR-200 (file type)
+// and the request-index codes issue 22 names used to fall to Transient and
+// be retried for ever.
+func TestClassifyParameterCodes(t *testing.T) {
+	for _, code := range []string{"ERROR-100", "ERROR-101", "ERROR-200", "ERROR-300", "ERROR-301",
+		"ERROR-310", "ERROR-331", "ERROR-332", "ERROR-333", "ERROR-400"} {
+		for _, body := range []string{
+			`{"RESULT":{"CODE":"` + code + `","MESSAGE":"요청 변수를 참고 하십시오!"}}`,
+			`<?xml version="1.0" encoding="UTF-8"?><RESULT><CODE>` + code + `</CODE><MESSAGE>요청 변수를 참고 하십시오!</MESSAGE></RESULT>`,
+		} {
+			v := Classify(connector.Head{Status: 200, Header: http.Header{}, Bytes: []byte(body), Complete: true}, 10)
+			if v.Err == nil || v.Err.Class != connector.BadRequest || v.Err.Code != code || v.Err.Message != "요청 변수를 참고 하십시오!" {
+				t.Errorf("%s: %+v, want bad_request with ECOS's code and message", body, v.Err)
+			}
+		}
+	}
+}
+
 func FuzzClassify(f *testing.F) {
 	for _, s := range []string{
 		`{"RESULT":{"CODE":"INFO-200","MESSAGE":"해당하는 데이터가 없습니다."}}`,

@@ -26,8 +26,9 @@ type envelope struct {
 // Classify decides the outcome of an observations answer whose last asked
 // row is last. FRED reports errors by status with {"error_code":…,
 // "error_message":…} (or <error code="…" message="…"/>): 429 is
-// RateLimited; 400 naming api_key, 401 and 403 are AuthFailed; other 4xx
-// BadRequest; 5xx and 423 Transient. A count of 0 or an empty
+// RateLimited; 400 naming api_key, 401 and 403 are AuthFailed (an api_key
+// "not registered" only once confirmed: Error.Confirm); other 4xx
+// BadRequest; 5xx and 423 Transient, with or without a body. A count of 0 or an empty
 // observations array is NoData; a count beyond last means more pages.
 func Classify(h connector.Head, last int) connector.Verdict {
 	var env envelope
@@ -58,6 +59,12 @@ func Classify(h connector.Head, last int) connector.Verdict {
 	return connector.Verdict{More: env.hasCount && env.count > int64(last)}
 }
 
+// notRegistered is what FRED says of an api_key it does not know. Under
+// bursts it also says it, now and then, of a valid key (fredapi issues 25
+// and 45): the answer is ambiguous, and the key counts as broken only once
+// connector.DefaultConfirm of them came in a row.
+const notRegistered = "is not registered"
+
 func statusVerdict(h connector.Head, env envelope) connector.Verdict {
 	msg := strings.TrimSpace(env.errMessage)
 	code := strconv.Itoa(h.Status)
@@ -75,9 +82,17 @@ func statusVerdict(h connector.Head, env envelope) connector.Verdict {
 		c = connector.StatusClass(h.Status)
 	}
 	if msg == "" {
-		return connector.StatusVerdict(h, RateLimitWait)
+		// No FRED error body (an empty 423 or 500, a gateway's page): the
+		// status decides, as classified above (423 is Transient, not the
+		// BadRequest of a plain 4xx).
+		v := connector.StatusVerdict(h, RateLimitWait)
+		v.Err.Class = c
+		return v
 	}
 	v := connector.Fail(c, code, msg)
+	if c == connector.AuthFailed && strings.Contains(msg, notRegistered) {
+		v.Err.Confirm = connector.DefaultConfirm
+	}
 	if c == connector.RateLimited {
 		v.Err.RetryAfter = RateLimitWait
 		if d, ok := connector.RetryAfter(h.Header, h.Now); ok {

@@ -142,15 +142,27 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestUnregisteredKeyIsAuthFailed: FRED's "api_key is not registered" is
+// AuthFailed once connector.DefaultConfirm of them came in a row; the ones
+// before are Transient (FRED says it now and then of a valid key under
+// load). No answer leaks the key.
 func TestUnregisteredKeyIsAuthFailed(t *testing.T) {
 	bad := "0000000000000000000000000000dead"
 	c, reg, log := setup(t, &fakeFRED{}, connector.MapCredentials(map[string]string{"FRED_API_KEY": bad}))
-	_, err := c.Fetch(context.Background(), request(reg))
-	var e *connector.Error
-	if !errors.As(err, &e) || e.Class != connector.AuthFailed || e.Code != "400" || e.Status != 400 {
-		t.Fatalf("err = %#v", err)
+	for i := 1; i <= connector.DefaultConfirm; i++ {
+		_, err := c.Fetch(context.Background(), request(reg))
+		var e *connector.Error
+		if !errors.As(err, &e) || e.Code != "400" || e.Status != 400 {
+			t.Fatalf("answer %d: err = %#v", i, err)
+		}
+		if i < connector.DefaultConfirm && (e.Class != connector.Transient || e.Unconfirmed != connector.AuthFailed) {
+			t.Errorf("answer %d: %v, want transient until confirmed", i, err)
+		}
+		if i == connector.DefaultConfirm && e.Class != connector.AuthFailed {
+			t.Errorf("answer %d: %v, want auth_failed, confirmed", i, err)
+		}
+		connectortest.AssertNoSecrets(t, "error", err.Error(), bad)
 	}
-	connectortest.AssertNoSecrets(t, "error", err.Error(), bad)
 	connectortest.AssertNoSecrets(t, "log", log.String(), bad)
 }
 

@@ -49,6 +49,21 @@ func tokenRejected(code string) bool {
 	return code == CodeTokenInvalid || code == CodeTokenExpired || code == "EGW00122"
 }
 
+// noDataWords are the msg1 wordings of an answer that found no rows: KIS
+// sends them with rt_cd "7" (python-kis reads rt_cd 7 as "nothing found")
+// and at times with rt_cd "1"; rt_cd "7" also carries order refusals, so
+// the words decide, not the rt_cd.
+var noDataWords = []string{"조회할 자료가 없습니다", "조회할 내용이 없습니다", "조회된 데이터가 없습니다", "조회 자료가 없습니다"}
+
+func saysNoData(msg string) bool {
+	for _, w := range noDataWords {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // envelope is what the head of a KIS answer says.
 type envelope struct {
 	hasRtCd     bool
@@ -116,10 +131,13 @@ func (e envelope) message() string {
 // classify decides a data call's outcome. KIS reports throttling and token
 // errors in the body, with HTTP 500 or 200 alike, so the body is read
 // before the status: rt_cd "0" is success; msg_cd EGW00201 is RateLimited;
-// EGW00121/EGW00123 are AuthFailed (the connector refreshes the token and
-// tries once more); another rt_cd is BadRequest on HTTP 200. An answer
-// whose output arrays all closed empty inside the head is NoData. A
-// response header tr_cont of M or F means more pages.
+// EGW00121/EGW00122/EGW00123 are AuthFailed (the connector replaces the
+// token once, and confirms the refusal of new tokens itself: see
+// Connector.Fetch); another rt_cd on HTTP 200 is NoData when msg1 says nothing was
+// found ("조회할 자료가 없습니다"), else BadRequest. An answer whose output
+// arrays all closed empty inside the head is NoData. A response header
+// tr_cont of M or F means more pages. The provider's msg_cd and msg1 are
+// kept in every error.
 func classify(h connector.Head) connector.Verdict {
 	env := envelope{}
 	isJSON := connector.Sniff(h.Bytes) == "json"
@@ -129,10 +147,10 @@ func classify(h connector.Head) connector.Verdict {
 	code := env.code()
 	if c, ok := codeClasses[code]; ok && (code != "" && (!env.hasRtCd || env.rtCd != "0")) {
 		v := connector.Fail(c, code, env.message())
-		switch code {
-		case CodeRateLimited:
+		switch {
+		case code == CodeRateLimited:
 			v.Err.RetryAfter = retryAfter(h, rateLimitWait)
-		case CodeTokenThrottle:
+		case code == CodeTokenThrottle:
 			v.Err.RetryAfter = retryAfter(h, tokenThrottleWait)
 		}
 		return v
@@ -151,6 +169,9 @@ func classify(h connector.Head) connector.Verdict {
 		return connector.Fail(connector.Transient, "", "expected a JSON envelope, got: "+connector.Snippet(h.Bytes, 160))
 	}
 	if env.hasRtCd && env.rtCd != "0" {
+		if saysNoData(env.message()) {
+			return connector.Fail(connector.NoData, code, env.message())
+		}
 		return connector.Fail(connector.BadRequest, code, env.message())
 	}
 	if h.Complete && !env.nonEmpty && env.arrays > 0 && env.arrays == env.emptyArrays {
@@ -180,15 +201,28 @@ type tokenAnswer struct {
 }
 
 // classifyToken decides a token call's outcome: HTTP 200 with a JSON body
-// and no error_code is success; error_code EGW00133 is RateLimited (a
+// and no error_code is success, unless the token in it is already expired
+// (expiredAnswer); error_code EGW00133 is RateLimited (a
 // minute); other refusals are classified by code, else by status (401 and
-// 403 AuthFailed). No message ever quotes the token answer's body.
+// 403 AuthFailed). A refusal that names no known code (a 403 from a
+// firewall page, an unknown error_code on HTTP 200) is AuthFailed only once
+// confirmed (Confirm). No message ever quotes the token answer's body.
 func classifyToken(h connector.Head) connector.Verdict {
 	env := readEnvelope(h.Bytes)
 	code := env.code()
 	if h.Status == http.StatusOK && code == "" {
 		if connector.Sniff(h.Bytes) != "json" {
 			return connector.Fail(connector.Transient, "", "expected a JSON token answer")
+		}
+		// A token handed back already expired is a failure here, not a
+		// success: an answer that issued no usable token must not start
+		// the count of ambiguous answers over (Error.Confirm).
+		if h.Complete {
+			if tok, ok := parseTokenAnswer(h.Bytes, h.Now); ok {
+				if e := expiredAnswer(tok, h.Now); e != nil {
+					return connector.Verdict{Err: e}
+				}
+			}
 		}
 		return connector.Verdict{}
 	}
@@ -210,6 +244,9 @@ func classifyToken(h connector.Head) connector.Verdict {
 	v := connector.Fail(class, code, msg)
 	if class == connector.RateLimited {
 		v.Err.RetryAfter = retryAfter(h, tokenThrottleWait)
+	}
+	if class == connector.AuthFailed && !known {
+		v.Err.Confirm = connector.DefaultConfirm
 	}
 	return v
 }

@@ -1,6 +1,7 @@
 package kis
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,7 +37,11 @@ func TestClassify(t *testing.T) {
 		{"expired token", 500, `{"rt_cd":"1","msg_cd":"EGW00123","msg1":"기간이 만료된 token 입니다."}`, nil, connector.AuthFailed, "EGW00123", false},
 		{"invalid token 401", 401, `{"rt_cd":"1","msg_cd":"EGW00121","msg1":"유효하지 않은 token 입니다."}`, nil, connector.AuthFailed, "EGW00121", false},
 		{"error_code shape", 403, `{"error_code":"EGW00105","error_description":"유효하지 않은 AppSecret입니다."}`, nil, connector.AuthFailed, "EGW00105", false},
-		{"business error", 200, `{"rt_cd":"7","msg_cd":"APBK0013","msg1":"조회할 자료가 없습니다"}`, nil, connector.BadRequest, "APBK0013", false},
+		// rt_cd 7 saying nothing was found was BadRequest; it is NoData.
+		{"nothing found, rt_cd 7", 200, `{"rt_cd":"7","msg_cd":"APBK0013","msg1":"조회할 자료가 없습니다"}`, nil, connector.NoData, "APBK0013", false},
+		{"nothing found, rt_cd 1", 200, `{"rt_cd":"1","msg_cd":"KIOK0007","msg1":"조회할 자료가 없습니다."}`, nil, connector.NoData, "KIOK0007", false},
+		{"refusal, rt_cd 7", 200, `{"rt_cd":"7","msg_cd":"APBK1359","msg1":"정정취소수량이 주문수량보다 많습니다"}`, nil, connector.BadRequest, "APBK1359", false},
+		{"input error, rt_cd 2", 200, `{"rt_cd":"2","msg_cd":"OPSQ2001","msg1":"ERROR : INPUT INVALID_CHECK_INQR_DVSN"}`, nil, connector.BadRequest, "OPSQ2001", false},
 		{"empty outputs", 200, `{"rt_cd":"0","msg_cd":"MCA00000","msg1":"","output1":{},"output2":[]}`, nil, connector.NoData, "MCA00000", false},
 		{"one empty one full", 200, `{"rt_cd":"0","output1":[],"output2":[{"a":"1"}]}`, nil, 0, "", false},
 		{"html", 200, `<html>점검중</html>`, nil, connector.Transient, "", false},
@@ -72,8 +77,26 @@ func TestClassifyToken(t *testing.T) {
 		t.Errorf("500: %+v", v.Err)
 	}
 	v = classifyToken(head(401, `{}`, nil))
-	if v.Err == nil || v.Err.Class != connector.AuthFailed || v.Err.Code != "401" {
-		t.Errorf("401: %+v", v.Err)
+	if v.Err == nil || v.Err.Class != connector.AuthFailed || v.Err.Code != "401" || v.Err.Confirm != connector.DefaultConfirm {
+		t.Errorf("401 naming no code: %+v, want AuthFailed to be confirmed", v.Err)
+	}
+	v = classifyToken(head(403, `{"error_code":"EGW00103","error_description":"유효하지 않은 AppKey입니다."}`, nil))
+	if v.Err == nil || v.Err.Class != connector.AuthFailed || v.Err.Confirm > 1 {
+		t.Errorf("EGW00103: %+v, want AuthFailed at once", v.Err)
+	}
+	// A token handed back already expired used to be a success (and was
+	// cached and sent); it is an AuthFailed to be confirmed, waiting for
+	// the next token, and never quotes the token.
+	for _, body := range []string{
+		`{"access_token":"tok-secret","access_token_token_expired":"2024-12-31 23:00:00","token_type":"Bearer","expires_in":86400}`,
+		`{"access_token":"tok-secret","token_type":"Bearer","expires_in":0}`,
+		`{"access_token":"tok-secret","access_token_token_expired":"2099-01-01 00:00:00","expires_in":-60}`,
+	} {
+		v := classifyToken(head(200, body, nil))
+		if v.Err == nil || v.Err.Class != connector.AuthFailed || v.Err.Confirm != connector.DefaultConfirm ||
+			v.Err.RetryAfter != MinIssueInterval || strings.Contains(v.Err.Message, "tok-secret") {
+			t.Errorf("expired token answer %s: %+v", body, v.Err)
+		}
 	}
 }
 
@@ -88,6 +111,17 @@ func TestExpiry(t *testing.T) {
 	}
 	if got := expiry(tokenAnswer{}, now); !got.Equal(now.Add(24 * time.Hour)) {
 		t.Errorf("default expiry = %v", got)
+	}
+	// expires_in 0 or negative used to mean "unknown: a day"; it means
+	// expired now.
+	for _, in := range []json.Number{"0", "-5"} {
+		if got := expiry(tokenAnswer{ExpiresIn: in}, now); got.After(now) {
+			t.Errorf("expires_in %s: expiry %v, want not after now", in, got)
+		}
+	}
+	// Both given: the earlier wins.
+	if got := expiry(tokenAnswer{Expired: "2024-03-12 08:00:00", ExpiresIn: "600"}, now); !got.Equal(now.Add(10 * time.Minute)) {
+		t.Errorf("both fields: expiry %v, want %v", got, now.Add(10*time.Minute))
 	}
 }
 

@@ -39,6 +39,9 @@ type Connector struct {
 	mu       sync.Mutex
 	cached   connector.Token
 	rejected string // the last token the gateway refused
+	// refusals counts the newly issued tokens the gateway refused in a row
+	// (EGW00121/122/123), with no data answer between them.
+	refusals int
 }
 
 var _ connector.Connector = (*Connector)(nil)
@@ -59,8 +62,9 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 
 // Fetch asks for the dataset's endpoint with its parameters ({from} and
 // {to} filled in). A token the gateway rejects (EGW00121, EGW00123) is
-// replaced once and the call sent again; a second rejection, or the
-// rejection of a token issued for this call, is AuthFailed. When the
+// replaced once and the call sent again; the rejection of a token issued
+// for this call is AuthFailed once DefaultConfirm such rejections came in
+// a row, Transient (waiting for the next token) before. When the
 // replacement would break the once-a-minute rule the call fails
 // RateLimited (EGW00133) with the wait, and tokenP is not asked.
 // Page > 1 sends tr_cont: N, the continuation of a previous answer whose
@@ -103,25 +107,69 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	resp, err := c.send(ctx, call, req, appKey, appSecret, tok)
 	var e *connector.Error
 	if err == nil || !errors.As(err, &e) || !tokenRejected(e.Code) {
+		c.answered(err)
 		return paged(req, resp), err
 	}
 	if fresh {
-		// A token issued for this very call was refused: waiting or asking
-		// again will not help (and tokenP allows one request a minute).
 		c.forget(tok)
-		e.Message = "a newly issued token was refused: " + e.Message
-		return nil, err
+		return nil, c.refusedFresh(e)
 	}
 	c.base.Logger().Info("kis token rejected; replacing it", "dataset", ds.ID, "code", e.Code)
 	tok2, _, err := c.token(ctx, appKey, appSecret, tok)
 	if err != nil {
+		// The gateway's own words stay in the error (a replacement within
+		// the minute is refused locally, EGW00133).
+		var te *connector.Error
+		if errors.As(err, &te) {
+			te.Message += fmt.Sprintf(" (the gateway refused the token: %s %s)", e.Code, e.Message)
+		}
 		return nil, err
 	}
 	resp, err = c.send(ctx, call, req, appKey, appSecret, tok2)
 	if err != nil && errors.As(err, &e) && tokenRejected(e.Code) {
 		c.forget(tok2)
+		return nil, c.refusedFresh(e)
 	}
+	c.answered(err)
 	return paged(req, resp), err
+}
+
+// refusedFresh handles the gateway's refusal of a token issued for this
+// very call. The refusal is disputed: the gateway revokes tokens in its
+// maintenance and may refuse one it has only just issued, while tokenP
+// accepting the key says the key works. So it is AuthFailed only once
+// confirmed: DefaultConfirm newly issued tokens refused in a row. Until
+// then it is Transient (Unconfirmed AuthFailed), waiting until tokenP may
+// issue the next token. (Base's own count, Error.Confirm, cannot serve:
+// every token issued in between is a success that starts it over.)
+func (c *Connector) refusedFresh(e *connector.Error) error {
+	c.mu.Lock()
+	c.refusals++
+	n := c.refusals
+	if n >= connector.DefaultConfirm {
+		c.refusals = 0
+	}
+	c.mu.Unlock()
+	if n >= connector.DefaultConfirm {
+		e.Message = fmt.Sprintf("confirmed: %d newly issued tokens refused in a row: %s", n, e.Message)
+		return e
+	}
+	e.Message = fmt.Sprintf("unconfirmed %s (%d of %d): a newly issued token was refused: %s",
+		e.Class, n, connector.DefaultConfirm, e.Message)
+	e.Unconfirmed, e.Class = e.Class, connector.Transient
+	e.RetryAfter = max(e.RetryAfter, connector.ConfirmWait, MinIssueInterval)
+	return e
+}
+
+// answered starts the count of refused tokens over when the data endpoint
+// took the token: rows, no rows, or a refusal of the request itself.
+func (c *Connector) answered(err error) {
+	if cl, _ := connector.ClassOf(err); err != nil && cl != connector.NoData && cl != connector.BadRequest {
+		return // nothing said about the token (throttled, a 5xx, no connection)
+	}
+	c.mu.Lock()
+	c.refusals = 0
+	c.mu.Unlock()
 }
 
 // paged sets the Next of a successful answer: the response header tr_cont

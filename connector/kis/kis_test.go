@@ -276,7 +276,30 @@ func TestRejectedTokenIsReplacedAndRetriedOnce(t *testing.T) {
 	}
 }
 
-func TestSecondRejectionIsAuthFailed(t *testing.T) {
+// refusedAs checks a refusal of a newly issued token: Transient (to be
+// confirmed as AuthFailed, waiting for the next token) before the
+// DefaultConfirm-th in a row, AuthFailed at it.
+func refusedAs(t *testing.T, err error, n int, code string) {
+	t.Helper()
+	var ce *connector.Error
+	if !errors.As(err, &ce) || ce.Code != code || !strings.Contains(ce.Message, "newly issued") {
+		t.Fatalf("refusal %d: err = %v", n, err)
+	}
+	if n < connector.DefaultConfirm {
+		if ce.Class != connector.Transient || ce.Unconfirmed != connector.AuthFailed || ce.RetryAfter != kis.MinIssueInterval {
+			t.Fatalf("refusal %d: %v, want transient until confirmed as auth_failed, retried after a minute", n, err)
+		}
+		return
+	}
+	if ce.Class != connector.AuthFailed || ce.Unconfirmed != 0 {
+		t.Fatalf("refusal %d: %v, want auth_failed", n, err)
+	}
+}
+
+// A refused token used to make the key AuthFailed on the spot (the second
+// refusal within one call); newly issued tokens refused DefaultConfirm
+// times in a row are, one a minute.
+func TestSecondRejectionIsAuthFailedOnceConfirmed(t *testing.T) {
 	e := setup(t)
 	c := e.connector(t)
 	if _, _, err := fetchBody(t, c, e.request()); err != nil {
@@ -291,32 +314,100 @@ func TestSecondRejectionIsAuthFailed(t *testing.T) {
 	e.fake.mu.Unlock()
 	e.advance(2 * time.Hour)
 	_, _, err := fetchBody(t, c, e.request())
-	var ce *connector.Error
-	if !errors.As(err, &ce) || ce.Class != connector.AuthFailed || ce.Code != kis.CodeTokenExpired {
-		t.Fatalf("second rejection = %v", err)
-	}
+	refusedAs(t, err, 1, kis.CodeTokenExpired)
 	if tokens, data := e.fake.counts(); tokens != 2 || data != 3 {
 		t.Errorf("token calls %d, data calls %d; want 2 and 3 (one replacement, one retry)", tokens, data)
 	}
+	for n := 2; n <= connector.DefaultConfirm; n++ {
+		e.advance(time.Minute)
+		_, _, err := fetchBody(t, c, e.request())
+		refusedAs(t, err, n, kis.CodeTokenExpired)
+		if tokens, data := e.fake.counts(); tokens != n+1 || data != n+2 {
+			t.Errorf("refusal %d: token calls %d, data calls %d; want %d and %d", n, tokens, data, n+1, n+2)
+		}
+	}
 }
 
-func TestFreshTokenRejectedIsAuthFailed(t *testing.T) {
+func TestFreshTokenRejectedIsAuthFailedOnceConfirmed(t *testing.T) {
 	e := setup(t)
 	e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(500)
 		fmt.Fprint(w, `{"rt_cd":"1","msg_cd":"EGW00121","msg1":"유효하지 않은 token 입니다."}`)
 	}
 	c := e.connector(t)
-	for round := range 2 {
+	for round := range connector.DefaultConfirm {
 		_, _, err := fetchBody(t, c, e.request())
-		var ce *connector.Error
-		if !errors.As(err, &ce) || ce.Class != connector.AuthFailed || !strings.Contains(ce.Message, "newly issued") {
-			t.Fatalf("round %d: err = %v", round, err)
-		}
+		refusedAs(t, err, round+1, kis.CodeTokenInvalid)
 		if tokens, data := e.fake.counts(); tokens != round+1 || data != round+1 {
 			t.Errorf("round %d: token calls %d, data calls %d", round, tokens, data)
 		}
 		e.advance(2 * time.Minute)
+	}
+}
+
+// An answer from the data endpoint between refusals starts the count over.
+func TestRefusalsCountOnlyInARow(t *testing.T) {
+	e := setup(t)
+	refuse := true
+	e.fake.dataAnswer = func(w http.ResponseWriter, r *http.Request) {
+		if refuse {
+			w.WriteHeader(500)
+			fmt.Fprint(w, `{"rt_cd":"1","msg_cd":"EGW00121","msg1":"유효하지 않은 token 입니다."}`)
+			return
+		}
+		fmt.Fprint(w, sampleAnswer)
+	}
+	c := e.connector(t)
+	for n := 1; n < connector.DefaultConfirm; n++ {
+		_, _, err := fetchBody(t, c, e.request())
+		refusedAs(t, err, n, kis.CodeTokenInvalid)
+		e.advance(2 * time.Minute)
+	}
+	e.fake.mu.Lock()
+	refuse = false
+	e.fake.mu.Unlock()
+	if _, _, err := fetchBody(t, c, e.request()); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.mu.Lock()
+	refuse = true
+	e.fake.mu.Unlock()
+	e.advance(25 * time.Hour) // the token expires: a new one is issued and refused
+	_, _, err := fetchBody(t, c, e.request())
+	refusedAs(t, err, 1, kis.CodeTokenInvalid)
+}
+
+// A token the endpoint hands back already expired used to be cached and
+// sent; it is never sent, and is AuthFailed once confirmed, one token
+// request a minute.
+func TestExpiredTokenAnswerIsNeverUsed(t *testing.T) {
+	for name, body := range map[string]string{
+		"expired in the past": `{"access_token":"tok-dead","access_token_token_expired":"2025-02-02 09:00:00","token_type":"Bearer","expires_in":86400}`,
+		"expires_in 0":        `{"access_token":"tok-dead","token_type":"Bearer","expires_in":0}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t)
+			e.fake.tokenAnswer = func() (int, string) { return 200, body }
+			c := e.connector(t)
+			for n := 1; n <= connector.DefaultConfirm; n++ {
+				_, _, err := fetchBody(t, c, e.request())
+				var ce *connector.Error
+				if !errors.As(err, &ce) || strings.Contains(err.Error(), "tok-dead") {
+					t.Fatalf("answer %d: err = %v", n, err)
+				}
+				want, unconfirmed := connector.Transient, connector.AuthFailed
+				if n == connector.DefaultConfirm {
+					want, unconfirmed = connector.AuthFailed, 0
+				}
+				if ce.Class != want || ce.Unconfirmed != unconfirmed || ce.RetryAfter < kis.MinIssueInterval {
+					t.Fatalf("answer %d: %v (unconfirmed %v), want %v", n, err, ce.Unconfirmed, want)
+				}
+				if tokens, data := e.fake.counts(); tokens != n || data != 0 {
+					t.Fatalf("answer %d: token calls %d, data calls %d; the expired token was sent", n, tokens, data)
+				}
+				e.advance(time.Minute)
+			}
+		})
 	}
 }
 
@@ -332,7 +423,7 @@ func TestRejectionWithinAMinuteOfIssueIsRateLimited(t *testing.T) {
 	_, _, err := fetchBody(t, e.connector(t), e.request()) // process B loads it, gets it refused
 	var ce *connector.Error
 	if !errors.As(err, &ce) || ce.Class != connector.RateLimited || ce.Code != kis.CodeTokenThrottle ||
-		ce.RetryAfter != 30*time.Second {
+		ce.RetryAfter != 30*time.Second || !strings.Contains(ce.Message, kis.CodeTokenInvalid) {
 		t.Fatalf("err = %v", err)
 	}
 	if tokens, _ := e.fake.counts(); tokens != 1 {

@@ -211,13 +211,32 @@ func (c *Connector) issue(ctx context.Context, appKey, appSecret string) (connec
 	if err != nil {
 		return connector.Token{}, err
 	}
-	tok, ok := parseTokenAnswer(data, c.base.Now())
+	now := c.base.Now()
+	tok, ok := parseTokenAnswer(data, now)
 	if !ok {
 		return connector.Token{}, c.base.Fail(call, resp.Status, &connector.Error{Class: connector.Transient,
 			Message: "the token answer holds no access_token"})
 	}
 	c.base.Secrets().Add(tok.AccessToken)
+	if e := expiredAnswer(tok, now); e != nil {
+		return connector.Token{}, c.base.Fail(call, resp.Status, e)
+	}
 	return tok, nil
+}
+
+// expiredAnswer refuses a token the endpoint handed back already expired
+// (access_token_token_expired not after now, or expires_in <= 0): it is
+// never cached nor sent. The token is not the key: the gateway hands back
+// the token it issued earlier in the day, and a clock running ahead makes
+// a good token look expired, so the refusal is AuthFailed only once
+// confirmed (Confirm) and waits until tokenP may be asked again.
+func expiredAnswer(tok connector.Token, now time.Time) *connector.Error {
+	if tok.ExpiresAt.After(now) {
+		return nil
+	}
+	return &connector.Error{Class: connector.AuthFailed, Confirm: connector.DefaultConfirm, RetryAfter: MinIssueInterval,
+		Message: fmt.Sprintf("the token endpoint answered with a token that expired at %s (now %s); it is not used",
+			tok.ExpiresAt.In(kst).Format(time.DateTime), now.In(kst).Format(time.DateTime))}
 }
 
 // parseTokenAnswer reads the token endpoint's answer: the access token,
@@ -239,14 +258,27 @@ func parseTokenAnswer(data []byte, now time.Time) (tok connector.Token, ok bool)
 // back to defaultLifetime.
 const maxExpiresIn = 366 * 24 * time.Hour
 
-// expiry reads access_token_token_expired ("2006-01-02 15:04:05", KST),
-// else expires_in seconds from now (1 s to maxExpiresIn), else a day.
+// expiry reads access_token_token_expired ("2006-01-02 15:04:05", KST)
+// and expires_in (seconds from now) and believes the earlier: an answer
+// whose expires_in is 0 or negative is expired now, whatever its date
+// says. An expires_in beyond maxExpiresIn, or not an integer, is ignored;
+// with neither field the token lasts a day.
 func expiry(a tokenAnswer, now time.Time) time.Time {
+	at, dated := time.Time{}, false
 	if t, err := time.ParseInLocation(time.DateTime, strings.TrimSpace(a.Expired), kst); err == nil {
-		return t
+		at, dated = t, true
 	}
-	if s, err := strconv.ParseInt(a.ExpiresIn.String(), 10, 64); err == nil && s > 0 && s <= int64(maxExpiresIn/time.Second) {
-		return now.Add(time.Duration(s) * time.Second)
+	if s, err := strconv.ParseInt(a.ExpiresIn.String(), 10, 64); err == nil && s <= int64(maxExpiresIn/time.Second) {
+		in := now
+		if s > 0 {
+			in = now.Add(time.Duration(s) * time.Second)
+		}
+		if !dated || in.Before(at) {
+			at, dated = in, true
+		}
 	}
-	return now.Add(defaultLifetime)
+	if !dated {
+		return now.Add(defaultLifetime)
+	}
+	return at
 }

@@ -1,7 +1,9 @@
 package kis
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ func TestParseTokenAnswer(t *testing.T) {
 
 // FuzzParseTokenAnswer: no answer panics the parser; an accepted answer
 // has a token issued now, and expires in the past only when its own
-// access_token_token_expired says so.
+// access_token_token_expired or a non-positive expires_in says so.
 func FuzzParseTokenAnswer(f *testing.F) {
 	for _, s := range []string{
 		`{"access_token":"eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzUxMiJ9.e30.sig","access_token_token_expired":"2024-03-12 02:18:47","token_type":"Bearer","expires_in":86400}`,
@@ -59,9 +61,15 @@ func FuzzParseTokenAnswer(f *testing.F) {
 			return
 		}
 		var a struct {
-			Expired string `json:"access_token_token_expired"`
+			Expired   string      `json:"access_token_token_expired"`
+			ExpiresIn json.Number `json:"expires_in"`
 		}
-		_ = json.Unmarshal(data, &a)
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		_ = dec.Decode(&a)
+		if n, err := strconv.ParseInt(a.ExpiresIn.String(), 10, 64); err == nil && n <= 0 {
+			return
+		}
 		if _, err := time.ParseInLocation(time.DateTime, strings.TrimSpace(a.Expired), kst); err != nil {
 			t.Fatalf("%q expires at %v, not after now, without saying so", data, tok.ExpiresAt)
 		}

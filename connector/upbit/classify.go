@@ -18,6 +18,10 @@ const (
 	// DefaultBlock is assumed for a 418 that names no block time; the
 	// real block grows with every repeat.
 	DefaultBlock = time.Minute
+	// OriginWait: requests carrying an Origin header are allowed one per
+	// ten seconds (Remaining-Req group=origin, UPBIT's FAQ), so a 429 in
+	// that group waits ten seconds, not one.
+	OriginWait = 10 * time.Second
 )
 
 // authNames are the 401 error names UPBIT documents.
@@ -25,6 +29,17 @@ var authNames = map[string]bool{
 	"invalid_query_payload": true, "jwt_verification": true, "expired_access_key": true,
 	"nonce_used": true, "no_authorization_i_p": true, "out_of_scope": true,
 }
+
+// unsureAuth are the 401 names that speak of one signed request rather
+// than of the key: a query hash the client built wrong (pyupbit issue 85:
+// an old client version, while the same key's balance calls worked), a
+// nonce seen twice (two workers racing). A key that is truly bad answers
+// them every time, so they are AuthFailed only once confirmed (Confirm).
+// A signature refused (jwt_verification: UPBIT's JWT carries no time, so
+// only a wrong secret fails it, every time), an expired key, an IP not
+// allowed or a scope missing are the key's own state and final at once. A
+// 401 that names nothing is confirmed too.
+var unsureAuth = map[string]bool{"invalid_query_payload": true, "nonce_used": true, "": true}
 
 // envelope is what the head of an UPBIT answer says.
 type envelope struct {
@@ -55,9 +70,12 @@ func readEnvelope(head []byte) envelope {
 
 // Classify decides an UPBIT answer: 200 with an empty array is NoData; 429
 // RateLimited (Retry-After, else a second); 418 Blocked until Retry-After,
-// or a time the message names, or DefaultBlock; 401 AuthFailed; other 4xx
-// BadRequest; 5xx Transient. The Code is the error name when the body
-// gives one, else the status.
+// or a time the message names, or DefaultBlock; 401 AuthFailed (confirmed
+// first when it speaks of one request: unsureAuth); other 4xx BadRequest;
+// 5xx Transient. The Code is the error name when the body gives one (a
+// number too: a wrong market answers {"error":{"name":404,...}}), else
+// the status; the message is the body's error.message, or a plain-text
+// body's own words.
 func Classify(h connector.Head) connector.Verdict {
 	v := classify(h)
 	v.Remaining = remainingOf(h.Header)
@@ -87,6 +105,11 @@ func classify(h connector.Head) connector.Verdict {
 		code = strconv.Itoa(h.Status)
 	}
 	msg := env.message
+	if msg == "" && !isJSON {
+		// UPBIT answers a throttled request with plain text ("Too many API
+		// requests."); its words are the message.
+		msg = connector.Snippet(h.Bytes, 160)
+	}
 	if msg == "" {
 		msg = http.StatusText(h.Status)
 	}
@@ -94,6 +117,9 @@ func classify(h connector.Head) connector.Verdict {
 	case h.Status == http.StatusTooManyRequests:
 		v := connector.Fail(connector.RateLimited, code, msg)
 		v.Err.RetryAfter = RateLimitWait
+		if r := remainingOf(h.Header); r != nil && r.Group == "origin" {
+			v.Err.RetryAfter = OriginWait
+		}
 		if d, ok := connector.RetryAfter(h.Header, h.Now); ok {
 			v.Err.RetryAfter = d
 		}
@@ -111,7 +137,11 @@ func classify(h connector.Head) connector.Verdict {
 		v.Err.Until = h.Now.Add(d)
 		return v
 	case h.Status == http.StatusUnauthorized || authNames[env.name]:
-		return connector.Fail(connector.AuthFailed, code, msg)
+		v := connector.Fail(connector.AuthFailed, code, msg)
+		if unsureAuth[env.name] {
+			v.Err.Confirm = connector.DefaultConfirm
+		}
+		return v
 	}
 	v := connector.StatusVerdict(h, RateLimitWait)
 	v.Err.Code = code
@@ -139,7 +169,7 @@ func blockFromMessage(msg string) (time.Duration, bool) {
 // Groups are the rate-limit groups UPBIT documents. Remaining-Req names
 // the group of each answer; any other name is reported as "other", so that
 // a provider-controlled string never becomes an unbounded metrics label.
-var Groups = []string{"candles", "market", "trades", "ticker", "orderbook", "default", "order", "order-cancel-all"}
+var Groups = []string{"candles", "market", "trades", "ticker", "orderbook", "default", "order", "order-cancel-all", "origin"}
 
 // remainingOf reads Remaining-Req for Observe: what is left of the group's
 // current second. nil when the header is absent or unreadable.

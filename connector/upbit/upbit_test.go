@@ -207,7 +207,8 @@ func TestAnswers(t *testing.T) {
 		code   string
 	}{
 		{"empty", 200, `[]`, connector.NoData, ""},
-		{"bad market", 404, `{"error":{"name":"Code not found","message":"마켓 코드가 존재하지 않습니다."}}`, connector.BadRequest, "Code not found"},
+		// A wrong market's real answer names the error with a number.
+		{"bad market", 404, `{"error":{"name":404,"message":"Code not found"}}`, connector.BadRequest, "404"},
 		{"400", 400, `{"error":{"name":"invalid_parameter_count","message":"count"}}`, connector.BadRequest, "invalid_parameter_count"},
 		{"401", 401, `{"error":{"name":"jwt_verification","message":"Jwt 토큰 검증에 실패했습니다."}}`, connector.AuthFailed, "jwt_verification"},
 		{"500", 500, `oops`, connector.Transient, "500"},
