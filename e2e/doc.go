@@ -33,7 +33,11 @@
 //   - TestTokenSharedAcrossMachines: three workers with a data directory
 //     each (no shared filesystem) and then three fresh ones share one KIS
 //     token through the token keepers: one token request, none refused, no
-//     secret in the keeper's history or any log.
+//     secret in the keeper's history or any log;
+//   - TestAnswerShapes: one batch of 13 datasets with every answer shape of
+//     the recorded corpus (simulator shape faults) on a dataset of its own:
+//     the final shapes fail with their class, the passing ones land and
+//     verify, no call goes to a spent quota.
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (the ingest

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // control serves the control API:
@@ -34,7 +35,7 @@ func (s *Simulator) control(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, faults)
 	case path == "/_sim/faults" && r.Method == http.MethodPost:
-		faults, err := decodeFaults(r.Body)
+		faults, err := decodeFaultsAt(r.Body, s.now())
 		if err == nil {
 			err = s.SetFaults(faults)
 		}
@@ -71,7 +72,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 // decodeFaults reads a JSON list of faults, a single fault object, or
 // lines of --fault specs (a client that knows no Fault type, such as
 // connectortest, sends the flag's syntax); no line at all is no fault.
-func decodeFaults(body io.Reader) ([]Fault, error) {
+func decodeFaults(body io.Reader) ([]Fault, error) { return decodeFaultsAt(body, time.Now()) }
+
+// decodeFaultsAt is decodeFaults with the specs' relative times ("+30s")
+// counted from now (the simulator's clock).
+func decodeFaultsAt(body io.Reader, now time.Time) ([]Fault, error) {
 	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("reading faults: %w", err)
@@ -83,7 +88,7 @@ func decodeFaults(body io.Reader) ([]Fault, error) {
 			if line = strings.TrimSpace(line); line == "" {
 				continue
 			}
-			f, err := ParseFault(line)
+			f, err := ParseFaultAt(line, now)
 			if err != nil {
 				return nil, err
 			}

@@ -92,7 +92,17 @@
 // See Fault. Faults are set in Options, by SetFaults, by the `sluice sim
 // --fault` flag (ParseFault) or by POST /_sim/faults; dice come from a
 // PRNG seeded with Options.Seed, so a sequential client sees the same
-// faults on every run.
+// faults on every run. Each applies to a provider, optionally one
+// dataset, optionally within a time window (From, Until). Fault.Shape
+// answers with a real answer shape of the recorded corpus — a provider's
+// own (Shaper: data.go.kr's gateway envelope as XML or JSON with any
+// status, its flat JSON error, UPBIT's plain-text 429, KIS's expired
+// token and other rt_cd answers, FRED's intermittent "api_key is not
+// registered") or one every provider speaks (an HTML maintenance page, an
+// empty body); docs/simulator.md lists their bytes. A shape carrying
+// data.go.kr's code 22 spends the service's daily quota until local
+// midnight, and the statistics count the calls made against a spent
+// quota (ScopeStats.CallsAgainstSpentQuota).
 //
 // # Data
 //

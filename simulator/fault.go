@@ -9,13 +9,14 @@ import (
 )
 
 // Fault is one injected misbehaviour, for one provider and optionally one
-// dataset (empty = all). Every matching fault applies. Faults that fail a
-// request (Down, ResetRate, ErrorRate) act at the provider's edge, before
-// authentication and rate limiting, so such requests are charged to no
-// scope; Latency delays a request before it is handled; SlowBody and
-// TruncateAfter shape the body of an otherwise normal answer;
-// RejectAtFraction makes the provider's own limiter stricter than its
-// declaration.
+// dataset (empty = all), optionally only from From until Until. Every
+// matching fault applies. Faults that fail a request (Down, ResetRate,
+// ErrorRate, Shape) act at the provider's edge, before authentication and
+// rate limiting, so such requests are charged to no scope (a Shape that
+// spends a daily quota excepted, see Shape); Latency delays a request
+// before it is handled; SlowBody and TruncateAfter shape the body of an
+// otherwise normal answer; RejectAtFraction makes the provider's own
+// limiter stricter than its declaration.
 type Fault struct {
 	// Provider is the registry provider id the fault applies to; empty
 	// means every provider.
@@ -48,6 +49,44 @@ type Fault struct {
 	// limit (each window's count × fraction, at least 1; the minimum
 	// interval ÷ fraction) — a declaration that was too generous.
 	RejectAtFraction float64 `json:"reject_at_fraction,omitempty"`
+
+	// Shape answers with one of the real answer shapes the recorded
+	// corpus holds instead of the provider's answer: a shape of the
+	// provider's own (Shaper: data.go.kr gateway-xml, gateway-json,
+	// flat-json; UPBIT 429-text; KIS token-expired, rt-cd; FRED
+	// key-not-registered) or one every provider speaks (html-maintenance,
+	// empty-body). A shape that does not apply to a request (KIS
+	// token-expired on a data call) leaves it alone. docs/simulator.md
+	// lists every shape with its bytes.
+	Shape string `json:"shape,omitempty"`
+	// Code is the provider's code the Shape carries (data.go.kr
+	// returnReasonCode or resultCode, KIS rt_cd); "" is the shape's
+	// default.
+	Code string `json:"code,omitempty"`
+	// MsgCode is the msg_cd of a KIS rt-cd shape; "" is the rt_cd's
+	// default.
+	MsgCode string `json:"msg_cd,omitempty"`
+	// Message replaces the text the Shape carries (data.go.kr
+	// returnAuthMsg or resultMsg, KIS msg1, FRED error_message); "" is
+	// the shape's default.
+	Message string `json:"message,omitempty"`
+	// Status is the HTTP status of the Shape's answer; 0 is the shape's
+	// default.
+	Status int `json:"status,omitempty"`
+	// ShapeRate is the probability a matching request gets the Shape; 0
+	// means every one.
+	ShapeRate float64 `json:"shape_rate,omitempty"`
+	// Times, when > 0, lets the Shape answer at most this many requests
+	// (the fault stays listed but shapes nothing more); 0 is no limit.
+	// Setting the faults again starts the count afresh.
+	Times int `json:"times,omitempty"`
+
+	// From and Until bound when the fault applies, on the simulator's
+	// clock (Options.Now): from From (zero: always) until before Until
+	// (zero: for ever). In the --fault syntax either may be relative to
+	// the moment the fault is set ("+30s").
+	From  time.Time `json:"from,omitzero"`
+	Until time.Time `json:"until,omitzero"`
 }
 
 // Latency is a delay distribution: Fixed plus a uniform Jitter, or, when
@@ -167,8 +206,52 @@ func (f Fault) Validate() error {
 	if f.Dataset != "" && f.Provider == "" {
 		return fmt.Errorf("fault for dataset %q names no provider", f.Dataset)
 	}
+	if err := rate("shape_rate", f.ShapeRate); err != nil {
+		return err
+	}
+	if f.Times < 0 {
+		return fmt.Errorf("fault %s: times %d must not be negative", f.scope(), f.Times)
+	}
+	if f.Shape == "" {
+		for _, v := range []struct{ name, val string }{{"code", f.Code}, {"msg_cd", f.MsgCode}, {"message", f.Message},
+			{"status", statusText(f.Status)}, {"shape_rate", rateText(f.ShapeRate)}, {"times", timesText(f.Times)}} {
+			if v.val != "" {
+				return fmt.Errorf("fault %s: %s %s is set but the fault has no shape (it only shapes a shape's answer)", f.scope(), v.name, v.val)
+			}
+		}
+	}
+	if f.Status != 0 && (f.Status < 200 || f.Status > 599) {
+		return fmt.Errorf("fault %s: status %d is not an HTTP status from 200 to 599", f.scope(), f.Status)
+	}
+	if !f.From.IsZero() && !f.Until.IsZero() && !f.Until.After(f.From) {
+		return fmt.Errorf("fault %s: until %s is not after from %s", f.scope(), f.Until.Format(time.RFC3339Nano), f.From.Format(time.RFC3339Nano))
+	}
 	return nil
 }
+
+func statusText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func rateText(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func timesText(n int) string { return statusText(n) }
+
+// active reports whether the fault applies at now (its time window).
+func (f Fault) active(now time.Time) bool {
+	return (f.From.IsZero() || !now.Before(f.From)) && (f.Until.IsZero() || now.Before(f.Until))
+}
+
+// timed reports whether the fault has a time window.
+func (f Fault) timed() bool { return !f.From.IsZero() || !f.Until.IsZero() }
 
 func (f Fault) scope() string {
 	switch {
@@ -196,11 +279,22 @@ func (f Fault) matches(provider, dataset string) bool {
 //	provider=upbit,slow-body=2048,truncate-after=100,reset-rate=0.05
 //	provider=datago,down
 //	provider=kis,reject-at=0.5
+//	provider=datago,dataset=fsc-stock-market-index,shape=gateway-json,code=22,status=429
+//	provider=upbit,shape=429-text,times=3
+//	provider=ecos,shape=html-maintenance,from=+10s,until=+1m
+//	provider=fred,shape=key-not-registered,shape-rate=0.2,until=2026-12-04T16:00:00Z
 //
 // Keys: provider, dataset, error-rate, error-status, latency, jitter,
 // quantiles (slash-separated), slow-body (bytes/s), truncate-after
-// (bytes), reset-rate, down (or down=true), reject-at.
-func ParseFault(s string) (Fault, error) {
+// (bytes), reset-rate, down (or down=true), reject-at, shape, code,
+// msg-cd, message, status, shape-rate, times, from, until (RFC 3339, or
+// +DURATION from now). ParseFault reads relative times on the wall clock;
+// ParseFaultAt takes the clock.
+func ParseFault(s string) (Fault, error) { return ParseFaultAt(s, time.Now()) }
+
+// ParseFaultAt is ParseFault with relative from and until ("+30s")
+// counted from now.
+func ParseFaultAt(s string, now time.Time) (Fault, error) {
 	var f Fault
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -250,8 +344,26 @@ func ParseFault(s string) (Fault, error) {
 			}
 		case "reject-at", "reject_at", "reject-at-fraction", "reject_at_fraction":
 			f.RejectAtFraction, err = strconv.ParseFloat(val, 64)
+		case "shape":
+			f.Shape = val
+		case "code":
+			f.Code = val
+		case "msg-cd", "msg_cd":
+			f.MsgCode = val
+		case "message":
+			f.Message = val
+		case "status":
+			f.Status, err = strconv.Atoi(val)
+		case "shape-rate", "shape_rate":
+			f.ShapeRate, err = strconv.ParseFloat(val, 64)
+		case "times":
+			f.Times, err = strconv.Atoi(val)
+		case "from":
+			f.From, err = parseFaultTime(val, now)
+		case "until":
+			f.Until, err = parseFaultTime(val, now)
 		default:
-			return Fault{}, fmt.Errorf("parsing fault %q: unknown key %q (known: provider, dataset, error-rate, error-status, latency, jitter, quantiles, slow-body, truncate-after, reset-rate, down, reject-at)", s, key)
+			return Fault{}, fmt.Errorf("parsing fault %q: unknown key %q (known: provider, dataset, error-rate, error-status, latency, jitter, quantiles, slow-body, truncate-after, reset-rate, down, reject-at, shape, code, msg-cd, message, status, shape-rate, times, from, until)", s, key)
 		}
 		if err != nil {
 			return Fault{}, fmt.Errorf("parsing fault %q: %s: %w", s, key, err)
@@ -264,4 +376,24 @@ func ParseFault(s string) (Fault, error) {
 		return Fault{}, fmt.Errorf("parsing fault %q: %w", s, err)
 	}
 	return f, nil
+}
+
+// parseFaultTime reads a from or until value: RFC 3339, or +DURATION
+// after now.
+func parseFaultTime(v string, now time.Time) (time.Time, error) {
+	if rest, ok := strings.CutPrefix(v, "+"); ok {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor +DURATION: %w", v, err)
+		}
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a relative time must not be negative", v)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2026-12-04T16:00:00Z) nor +DURATION (+30s)", v)
+	}
+	return t, nil
 }

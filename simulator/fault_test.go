@@ -62,3 +62,24 @@ func TestDecodeFaultSpecs(t *testing.T) {
 		t.Errorf("a bad spec: %v", err)
 	}
 }
+
+func TestParseFaultShapeAndWindow(t *testing.T) {
+	now := time.Date(2026, 12, 4, 15, 0, 0, 0, time.UTC)
+	f, err := ParseFaultAt("provider=kis,dataset=d,shape=rt-cd,code=7,msg-cd=KIOK0007,message=m,status=200,shape-rate=0.5,times=2,from=+10s,until=2026-12-04T16:00:00Z", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Fault{Provider: "kis", Dataset: "d", Shape: "rt-cd", Code: "7", MsgCode: "KIOK0007", Message: "m", Status: 200, ShapeRate: 0.5, Times: 2,
+		From: now.Add(10 * time.Second), Until: time.Date(2026, 12, 4, 16, 0, 0, 0, time.UTC)}
+	if !faultEqual(f, want) {
+		t.Errorf("got %+v\nwant %+v", f, want)
+	}
+	if !f.active(now.Add(10*time.Second)) || f.active(now) || f.active(want.Until) {
+		t.Error("window bounds: from is inclusive, until exclusive")
+	}
+	b, _ := json.Marshal(f)
+	got, err := decodeFaults(strings.NewReader(string(b)))
+	if err != nil || len(got) != 1 || !faultEqual(got[0], want) {
+		t.Errorf("round trip: %s → %+v %v", b, got, err)
+	}
+}

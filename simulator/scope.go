@@ -40,6 +40,11 @@ type Scope struct {
 	day         synth.Day
 	dayAccepted int
 	dayAll      int
+	// spent is the day a Shape fault spent the quota (0: none); told the
+	// day the provider last answered "quota spent" (0: none). Calls on a
+	// told day count as calls against a spent quota.
+	spent, told       synth.Day
+	againstSpentQuota int64
 
 	lastAccepted int64
 	hasAccepted  bool
@@ -113,6 +118,7 @@ func (st *Scope) resetCounters() {
 	}
 	st.hasEpoch = false
 	st.day, st.dayAccepted, st.dayAll = 0, 0, 0
+	st.spent, st.told, st.againstSpentQuota = 0, 0, 0
 	st.hasAccepted, st.hasAny = false, false
 	st.minGapAcc, st.minGapAll = -1, -1
 	st.calls, st.accepted, st.rejected, st.rejectedByFault, st.rejectedElsewhere, st.blocked = 0, 0, 0, 0, 0, 0
@@ -162,6 +168,9 @@ func (st *Scope) observe(now time.Time) int64 {
 	}
 	st.rollDay(now)
 	st.dayAll++
+	if st.told != 0 && st.told == st.day {
+		st.againstSpentQuota++
+	}
 	for _, w := range st.windows {
 		if w.daily && st.dayAll > w.maxAll {
 			w.maxAll = st.dayAll
@@ -185,6 +194,39 @@ func (st *Scope) rollDay(now time.Time) {
 	if d != st.day {
 		st.day, st.dayAccepted, st.dayAll = d, 0, 0
 	}
+}
+
+// dailyField returns the field of the scope's daily quota, or "".
+func (st *Scope) dailyField() string {
+	for _, w := range st.windows {
+		if w.daily {
+			return w.field
+		}
+	}
+	return ""
+}
+
+// spentByFault returns the daily quota's field when a Shape fault spent
+// the quota today (the day observe last rolled to), else "".
+func (st *Scope) spentByFault() string {
+	if st.spent == 0 || st.spent != st.day {
+		return ""
+	}
+	return st.dailyField()
+}
+
+// quotaSpent reports whether today's quota is spent, by calls or by a
+// fault.
+func (st *Scope) quotaSpent() bool {
+	if st.spentByFault() != "" {
+		return true
+	}
+	for _, w := range st.windows {
+		if w.daily && st.dayAccepted >= w.count {
+			return true
+		}
+	}
+	return false
 }
 
 // check decides whether a call at t (from observe) is within the limits,

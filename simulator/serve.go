@@ -37,20 +37,33 @@ type effect struct {
 	slowBody          int
 	truncateAfter     int
 	rejectAt          float64
+	// shapes are the indexes of the Shape faults whose dice came up, in
+	// fault order: the first that applies to the request answers it.
+	shapes []int
 }
 
 // effectFor rolls the fault dice for one request.
-func (s *Simulator) effectFor(provider, dataset string) effect {
+func (s *Simulator) effectFor(set *faultSet, provider, dataset string) effect {
 	var e effect
-	faults := *s.faults.Load()
+	faults := set.faults
 	if len(faults) == 0 {
 		return e
 	}
+	var now time.Time
+	for _, f := range faults {
+		if f.timed() {
+			now = s.now()
+			break
+		}
+	}
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()
-	for _, f := range faults {
-		if !f.matches(provider, dataset) {
+	for i, f := range faults {
+		if !f.matches(provider, dataset) || (f.timed() && !f.active(now)) {
 			continue
+		}
+		if f.Shape != "" && (f.ShapeRate == 0 || s.rng.Float64() < f.ShapeRate) {
+			e.shapes = append(e.shapes, i)
 		}
 		if f.Down {
 			e.down = true
@@ -102,7 +115,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.Dataset != nil {
 		dsID = rt.Dataset.ID
 	}
-	e := s.effectFor(rt.Instance.p.ID, dsID)
+	set := s.faults.Load()
+	e := s.effectFor(set, rt.Instance.p.ID, dsID)
 	switch {
 	case e.down:
 		c.down.Add(1)
@@ -126,12 +140,51 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rep := rt.Serve(r, rt, e.rejectAt)
+	rep := s.shape(set, e, r, rt)
+	if rep == nil {
+		rep = rt.Serve(r, rt, e.rejectAt)
+	}
 	if rep.Outcome == "auth" {
 		c.authFailures.Add(1)
 	}
 	s.logRequest(r, rt, rep.Status, rep.Outcome)
 	s.deliver(w, r, rep, e, c)
+}
+
+// shape answers a request with the first Shape fault that came up and
+// applies to it, or returns nil. A fault whose Times are used up shapes
+// nothing more.
+func (s *Simulator) shape(set *faultSet, e effect, r *http.Request, rt Route) *Reply {
+	if len(e.shapes) == 0 {
+		return nil
+	}
+	shaper, _ := s.Provider(rt.Instance.conn).(Shaper)
+	for _, i := range e.shapes {
+		f := set.faults[i]
+		common := commonReply(f.Shape, f.Status) != nil
+		if !common && (shaper == nil || !shaper.ShapeApplies(f.Shape, r, rt)) {
+			continue
+		}
+		if f.Times > 0 && set.shaped[i].Add(1) > int64(f.Times) {
+			continue
+		}
+		var rep *Reply
+		if common {
+			rep = commonReply(f.Shape, f.Status)
+		} else {
+			rep = shaper.ShapeReply(f.Shape, r, rt, ShapeCall{Fault: f, Fraction: e.rejectAt})
+		}
+		if rep == nil {
+			continue
+		}
+		rep.Outcome = "fault-shape"
+		rt.Instance.counters.shaped.Add(1)
+		if sp, ok := s.shapeSpec(rt.Instance.conn, f.Shape); ok && sp.SpendsQuota != nil && sp.SpendsQuota(f.Code) {
+			s.spendQuota(rt.Instance, rt.Dataset)
+		}
+		return rep
+	}
+	return nil
 }
 
 // deliver writes the reply, slowly or truncated when a fault says so.

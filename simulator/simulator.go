@@ -69,7 +69,7 @@ type Simulator struct {
 	scopes    []*Scope // sorted by id
 	scopeByID map[string]*Scope
 
-	faults atomic.Pointer[[]Fault]
+	faults atomic.Pointer[faultSet]
 	rngMu  sync.Mutex
 	rng    *rand.Rand
 
@@ -87,6 +87,18 @@ type Simulator struct {
 type provCounters struct {
 	requests, authFailures                               atomic.Int64
 	down, errors, resets, delayed, slowed, truncated, at atomic.Int64
+	shaped                                               atomic.Int64
+}
+
+// faultSet is the injected faults with, per fault, how many requests its
+// Shape answered (Fault.Times).
+type faultSet struct {
+	faults []Fault
+	shaped []atomic.Int64
+}
+
+func newFaultSet(faults []Fault) *faultSet {
+	return &faultSet{faults: append([]Fault(nil), faults...), shaped: make([]atomic.Int64, len(faults))}
 }
 
 // New builds a simulator from opts.
@@ -129,8 +141,7 @@ func New(opts Options) (*Simulator, error) {
 	if s.creds == nil {
 		s.creds = TestCredentials(opts.Registry)
 	}
-	faults := append([]Fault(nil), opts.Faults...)
-	s.faults.Store(&faults)
+	s.faults.Store(newFaultSet(opts.Faults))
 
 	for _, inst := range opts.Registry.Scopes {
 		st := newScopeState(inst, scale)
@@ -166,6 +177,11 @@ func New(opts Options) (*Simulator, error) {
 	}
 	if err := s.buildProviders(); err != nil {
 		return nil, fmt.Errorf("creating simulator: %w", err)
+	}
+	for _, f := range opts.Faults {
+		if err := s.checkShape(f); err != nil {
+			return nil, fmt.Errorf("creating simulator: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -208,14 +224,18 @@ func (s *Simulator) SetFaults(faults []Fault) error {
 	if err := checkFaults(s.reg, faults); err != nil {
 		return err
 	}
-	cp := append([]Fault(nil), faults...)
-	s.faults.Store(&cp)
+	for _, f := range faults {
+		if err := s.checkShape(f); err != nil {
+			return err
+		}
+	}
+	s.faults.Store(newFaultSet(faults))
 	return nil
 }
 
 // Faults returns the injected faults.
 func (s *Simulator) Faults() []Fault {
-	return append([]Fault(nil), (*s.faults.Load())...)
+	return append([]Fault(nil), s.faults.Load().faults...)
 }
 
 // Reset clears every scope's windows, quotas, statistics, blocks and
@@ -230,7 +250,7 @@ func (s *Simulator) Reset() {
 	}
 	for _, ps := range s.provs {
 		c := &ps.counters
-		for _, a := range []*atomic.Int64{&c.requests, &c.authFailures, &c.down, &c.errors, &c.resets, &c.delayed, &c.slowed, &c.truncated, &c.at} {
+		for _, a := range []*atomic.Int64{&c.requests, &c.authFailures, &c.down, &c.errors, &c.resets, &c.delayed, &c.slowed, &c.truncated, &c.at, &c.shaped} {
 			a.Store(0)
 		}
 	}
@@ -256,7 +276,7 @@ func (s *Simulator) Stats() Stats {
 			Faults: FaultStats{
 				Down: c.down.Load(), Errors: c.errors.Load(), Resets: c.resets.Load(),
 				Delayed: c.delayed.Load(), Slowed: c.slowed.Load(), Truncated: c.truncated.Load(),
-				RejectedAtFraction: c.at.Load(),
+				RejectedAtFraction: c.at.Load(), Shaped: c.shaped.Load(),
 			},
 		}
 	}
@@ -296,7 +316,7 @@ func (s *Simulator) admitLocked(ps *Instance, scopes []*Scope, fraction float64,
 	for _, st := range scopes {
 		ts = append(ts, st.observe(now))
 	}
-	reject := func(idx int, v Verdict, field string, byFault bool) Admission {
+	reject := func(idx int, v Verdict, field string, byFault, atFraction bool) Admission {
 		for i, st := range scopes {
 			switch {
 			case i == idx && byFault:
@@ -307,20 +327,33 @@ func (s *Simulator) admitLocked(ps *Instance, scopes []*Scope, fraction float64,
 				st.rejectedElsewhere++
 			}
 		}
-		if byFault {
+		if v == OverDaily {
+			// The provider said "quota spent": every later call of the
+			// day is a call against a spent quota.
+			scopes[idx].told = scopes[idx].day
+		}
+		if atFraction {
 			ps.counters.at.Add(1)
 		}
 		return Admission{scope: scopes[idx], Reason: v, field: field, byFault: byFault, t: ts[0]}
 	}
 	for i, st := range scopes {
 		if v, field := st.check(ts[i], 1); v != Admitted {
-			return reject(i, v, field, false)
+			return reject(i, v, field, false, false)
+		}
+	}
+	// A quota a Shape fault spent stays spent until local midnight, fault
+	// or no fault, as the real service's does; within the declared quota,
+	// so not a violation.
+	for i, st := range scopes {
+		if field := st.spentByFault(); field != "" {
+			return reject(i, OverDaily, field, true, false)
 		}
 	}
 	if fraction > 0 && fraction < 1 {
 		for i, st := range scopes {
 			if v, field := st.check(ts[i], fraction); v != Admitted {
-				return reject(i, v, field, true)
+				return reject(i, v, field, true, true)
 			}
 		}
 	}
@@ -342,4 +375,24 @@ func (s *Simulator) datasetScopes(ps *Instance, ds *registry.Dataset) []*Scope {
 		}
 	}
 	return out
+}
+
+// spendQuota charges one call that a quota-spending Shape answered (data.go.kr
+// code 22) to the scopes of dataset ds at provider ps that have a daily
+// quota: each counts the call (rejected by a fault, not a violation) and
+// stays spent until local midnight.
+func (s *Simulator) spendQuota(ps *Instance, ds *registry.Dataset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, st := range s.datasetScopes(ps, ds) {
+		field := st.dailyField()
+		if field == "" {
+			continue
+		}
+		st.observe(now)
+		st.rejectedByFault++
+		st.spent = st.day
+		st.told = st.day
+	}
 }

@@ -35,7 +35,8 @@ type ScopeStats struct {
 	// includes UPBIT's 418 answers while blocked.
 	Rejected int64 `json:"rejected"`
 	// RejectedByFault counts calls within the declared limits that a
-	// RejectAtFraction fault rejected anyway; not a violation.
+	// fault rejected anyway (a RejectAtFraction fault, or a daily quota a
+	// Shape fault spent); not a violation.
 	RejectedByFault int64 `json:"rejected_by_fault"`
 	// RejectedElsewhere counts calls a second scope of the same request
 	// rejected (a provider with limits at several scopes).
@@ -44,6 +45,14 @@ type ScopeStats struct {
 	Blocked int64 `json:"blocked,omitempty"`
 	// Violations is Rejected + TokenRejected.
 	Violations int64 `json:"violations"`
+	// CallsAgainstSpentQuota counts calls made after the provider had
+	// answered "daily quota spent" (data.go.kr 22) the same local day,
+	// whether the quota was used up by calls or spent by a Shape fault:
+	// a client that understood the answer makes none until midnight.
+	CallsAgainstSpentQuota int64 `json:"calls_against_spent_quota"`
+	// QuotaSpent reports that the scope's daily quota is spent today (by
+	// calls or by a Shape fault).
+	QuotaSpent bool `json:"quota_spent,omitempty"`
 
 	// TokenRequests counts KIS token requests on this app key
 	// (/oauth2/tokenP), whatever their answer.
@@ -117,6 +126,8 @@ type FaultStats struct {
 	// RejectedAtFraction counts rate-limit errors a RejectAtFraction
 	// fault caused.
 	RejectedAtFraction int64 `json:"rejected_at_fraction"`
+	// Shaped counts answers a Shape fault gave.
+	Shaped int64 `json:"shaped"`
 }
 
 func ms(d int64) float64 { return float64(d) / float64(time.Millisecond) }
@@ -124,24 +135,25 @@ func ms(d int64) float64 { return float64(d) / float64(time.Millisecond) }
 // snapshot returns the scope's statistics; the caller holds the lock.
 func (st *Scope) snapshot(now time.Time) *ScopeStats {
 	out := &ScopeStats{
-		Provider:            st.provider,
-		Calls:               st.calls,
-		Accepted:            st.accepted,
-		Rejected:            st.rejected,
-		RejectedByFault:     st.rejectedByFault,
-		RejectedElsewhere:   st.rejectedElsewhere,
-		Blocked:             st.blocked,
-		Violations:          st.rejected + st.tokenRejected,
-		TokenRequests:       st.tokenRequests,
-		TokensIssued:        st.tokensIssued,
-		TokensReused:        st.tokensReused,
-		TokenRejected:       st.tokenRejected,
-		MaxTokensInWindow:   st.tokenMax,
-		Limits:              map[string]int{},
-		WindowMS:            map[string]float64{},
-		MaxInWindow:         map[string]int{},
-		MaxAcceptedInWindow: map[string]int{},
-		MinIntervalMS:       ms(int64(st.minInterval)),
+		Provider:               st.provider,
+		Calls:                  st.calls,
+		Accepted:               st.accepted,
+		Rejected:               st.rejected,
+		RejectedByFault:        st.rejectedByFault,
+		RejectedElsewhere:      st.rejectedElsewhere,
+		Blocked:                st.blocked,
+		Violations:             st.rejected + st.tokenRejected,
+		CallsAgainstSpentQuota: st.againstSpentQuota,
+		TokenRequests:          st.tokenRequests,
+		TokensIssued:           st.tokensIssued,
+		TokensReused:           st.tokensReused,
+		TokenRejected:          st.tokenRejected,
+		MaxTokensInWindow:      st.tokenMax,
+		Limits:                 map[string]int{},
+		WindowMS:               map[string]float64{},
+		MaxInWindow:            map[string]int{},
+		MaxAcceptedInWindow:    map[string]int{},
+		MinIntervalMS:          ms(int64(st.minInterval)),
 	}
 	for _, w := range st.windows {
 		out.Limits[w.field] = w.count
@@ -160,6 +172,7 @@ func (st *Scope) snapshot(now time.Time) *ScopeStats {
 	if st.hasAny {
 		st.rollDay(now)
 		out.DailyUsed = st.dayAccepted
+		out.QuotaSpent = st.quotaSpent()
 	}
 	return out
 }

@@ -36,7 +36,7 @@ type devFlags struct {
 	frontendAddr, uiAddr, simAddr, codecAddr, date, namespace string
 	real, once, noIngest, noSchedules                         bool
 	catchup                                                   time.Duration
-	providers, datasets                                       []string
+	providers, datasets, faults                               []string
 }
 
 func newDevCmd() *cobra.Command {
@@ -81,6 +81,7 @@ func (f *devFlags) bind(fs *pflag.FlagSet) {
 		"the schedules' catch-up window: runs missed while the server was down are taken when it starts again if no older than this")
 	fs.StringSliceVar(&f.providers, "provider", nil, "only this provider's datasets in the batch (repeatable)")
 	fs.StringSliceVar(&f.datasets, "dataset", nil, "only this dataset in the batch (repeatable)")
+	fs.StringArrayVar(&f.faults, "fault", nil, "inject a simulator fault, in sluice sim's --fault syntax, e.g. provider=datago,dataset=ID,shape=gateway-json,code=22,status=429 (repeatable; not with --real)")
 }
 
 // devStack is what sluice dev runs; close stops it in the reverse order
@@ -218,9 +219,20 @@ func (f *devFlags) startServer(ctx context.Context, s *devStack, log *slog.Logge
 		s.cs.Allow(s.srv.UIURL())
 	}
 	if f.real {
+		if len(f.faults) > 0 {
+			return fmt.Errorf("--fault %q: faults are the simulator's, and --real calls the real providers", f.faults[0])
+		}
 		return nil
 	}
-	if s.sim, err = simulator.New(simulator.Options{Registry: s.reg, RateScale: rf.rateScale}); err != nil {
+	var faults []simulator.Fault
+	for _, spec := range f.faults {
+		fault, err := simulator.ParseFault(spec)
+		if err != nil {
+			return fmt.Errorf("--fault: %w", err)
+		}
+		faults = append(faults, fault)
+	}
+	if s.sim, err = simulator.New(simulator.Options{Registry: s.reg, RateScale: rf.rateScale, Faults: faults}); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", f.simAddr)

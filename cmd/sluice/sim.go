@@ -45,7 +45,12 @@ callers never exceeded a limit; POST /_sim/faults, /_sim/reset and
   --fault provider=fred,latency=200ms,jitter=100ms
   --fault provider=upbit,truncate-after=64
   --fault provider=datago,down
-  --fault provider=ecos,reject-at=0.5`,
+  --fault provider=ecos,reject-at=0.5
+  --fault provider=datago,dataset=visitkorea-tourism,shape=gateway-json,code=22,status=429
+  --fault provider=upbit,shape=429-text,times=3
+  --fault provider=ecos,shape=html-maintenance,from=+1m,until=+5m
+shape= answers with a real answer shape of the recorded corpus (see
+docs/simulator.md); from/until bound any fault in time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !(rateScale > 0) || math.IsInf(rateScale, 0) {
@@ -91,7 +96,7 @@ callers never exceeded a limit; POST /_sim/faults, /_sim/reset and
 	stringFlag(fl, &addr, "addr", "SLUICE_SIM_ADDR", "127.0.0.1:8090", "HOST:PORT to serve on (port 0: a free port)")
 	floatFlag(fl, &rateScale, "rate-scale", "SLUICE_RATE_SCALE", 1, "multiply every rate (not the daily quotas)")
 	intFlag(fl, &seed, "seed", "SLUICE_SIM_SEED", 0, "seed of the synthetic data and the fault dice")
-	fl.StringArrayVar(&faults, "fault", nil, "inject a fault: provider=ID[,dataset=ID],error-rate=F,error-status=N,latency=D,jitter=D,quantiles=D/D/…,slow-body=BYTES_PER_S,truncate-after=BYTES,reset-rate=F,down,reject-at=F (repeatable)")
+	fl.StringArrayVar(&faults, "fault", nil, "inject a fault: provider=ID[,dataset=ID],error-rate=F,error-status=N,latency=D,jitter=D,quantiles=D/D/…,slow-body=BYTES_PER_S,truncate-after=BYTES,reset-rate=F,down,reject-at=F,shape=NAME,code=C,msg-cd=C,message=TEXT,status=N,shape-rate=F,times=N,from=T,until=T (T: RFC 3339 or +DURATION; repeatable)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log every request (never keys or tokens)")
 	return cmd
 }

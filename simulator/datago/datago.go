@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +38,10 @@ func credential(_, env string) string {
 	return string(b)
 }
 
-const ctXML = "text/xml;charset=UTF-8"
+const (
+	ctXML  = "text/xml;charset=UTF-8"
+	ctJSON = "application/json;charset=UTF-8"
+)
 
 // provider is the data.go.kr wire of one simulator.
 type provider struct {
@@ -117,11 +121,16 @@ var authMsg = map[string]string{
 // gatewayError is the portal's gateway error: XML in HTTP 200, even when
 // JSON was asked for.
 func gatewayError(code, outcome string) *simulator.Reply {
+	return gatewayErrorMsg(code, authMsg[code], outcome)
+}
+
+// gatewayErrorMsg is gatewayError with returnAuthMsg msg.
+func gatewayErrorMsg(code, msg, outcome string) *simulator.Reply {
 	b := make([]byte, 0, 320)
 	b = append(b, "<OpenAPI_ServiceResponse>\n\t<cmmMsgHeader>\n\t\t"...)
 	b = simulator.AppendXMLElem(b, "errMsg", "SERVICE ERROR")
 	b = append(b, "\n\t\t"...)
-	b = simulator.AppendXMLElem(b, "returnAuthMsg", authMsg[code])
+	b = simulator.AppendXMLElem(b, "returnAuthMsg", msg)
 	b = append(b, "\n\t\t"...)
 	b = simulator.AppendXMLElem(b, "returnReasonCode", code)
 	b = append(b, "\n\t</cmmMsgHeader>\n</OpenAPI_ServiceResponse>"...)
@@ -268,7 +277,7 @@ func envelope(asJSON bool, code, msg string, rows [][]kv, numOfRows, pageNo, tot
 		w.Close('}')
 		w.Close('}')
 		w.Close('}')
-		return simulator.NewReply(http.StatusOK, "application/json;charset=UTF-8", w.Bytes(), "ok")
+		return simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
 	}
 	b := make([]byte, 0, 256+len(rows)*500)
 	b = append(b, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>`...)
@@ -490,4 +499,86 @@ func (g *generator) item(i int) []kv {
 	day := g.days[i/len(g.entities)]
 	e := i % len(g.entities)
 	return g.schema.row(g, day, g.entities[e])
+}
+
+// The answer shapes of data.go.kr (simulator.Shaper), from the recorded
+// corpus: the gateway's envelope as XML and as JSON, each with the HTTP
+// status the portal chose (200, or 401/403 for key errors and 429 for
+// quotas), and the flat JSON error some services answer in HTTP 200
+// without the response wrapper.
+const (
+	shapeGatewayXML  = "gateway-xml"
+	shapeGatewayJSON = "gateway-json"
+	shapeFlatJSON    = "flat-json"
+)
+
+// Shapes lists data.go.kr's own shapes.
+func (p *provider) Shapes() []simulator.ShapeSpec {
+	codes := make([]string, 0, len(authMsg)+1)
+	for c := range authMsg {
+		codes = append(codes, c)
+	}
+	codes = append(codes, "03")
+	slices.Sort(codes)
+	quota := func(code string) bool { return code == "" || code == "22" }
+	flatQuota := func(code string) bool { return code == "22" }
+	return []simulator.ShapeSpec{
+		{Name: shapeGatewayXML, Doc: "the gateway envelope <OpenAPI_ServiceResponse><cmmMsgHeader>… as XML (code 22 and HTTP 200 by default)",
+			Codes: codes, TakesMessage: true, SpendsQuota: quota},
+		{Name: shapeGatewayJSON, Doc: `the gateway envelope as JSON, {"OpenAPI_ServiceResponse":{"cmmMsgHeader":{…}}} (code 22 and HTTP 200 by default)`,
+			Codes: codes, TakesMessage: true, SpendsQuota: quota},
+		{Name: shapeFlatJSON, Doc: `the flat JSON error {"resultCode":"10","resultMsg":"INVALID_REQUEST_PARAMETER_ERROR"} without the response wrapper (code 10 and HTTP 200 by default)`,
+			Codes: codes, TakesMessage: true, SpendsQuota: flatQuota},
+	}
+}
+
+// ShapeApplies: every shape answers every data.go.kr request.
+func (p *provider) ShapeApplies(string, *http.Request, simulator.Route) bool { return true }
+
+// ShapeReply answers a request with a shape.
+func (p *provider) ShapeReply(shape string, _ *http.Request, _ simulator.Route, c simulator.ShapeCall) *simulator.Reply {
+	f := c.Fault
+	code := f.Code
+	if code == "" {
+		code = "22"
+		if shape == shapeFlatJSON {
+			code = "10"
+		}
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = authMsg[code]
+		if code == "03" {
+			msg = "NODATA_ERROR"
+		}
+	}
+	status := simulator.OrStatus(f.Status, http.StatusOK)
+	switch shape {
+	case shapeGatewayXML:
+		rep := gatewayErrorMsg(code, msg, "fault-shape")
+		rep.Status = status
+		return rep
+	case shapeGatewayJSON:
+		w := simulator.NewJSON(200)
+		w.Open('{')
+		w.Key("OpenAPI_ServiceResponse")
+		w.Open('{')
+		w.Key("cmmMsgHeader")
+		w.Open('{')
+		w.KStr("errMsg", "SERVICE ERROR")
+		w.KStr("returnAuthMsg", msg)
+		w.KStr("returnReasonCode", code)
+		w.Close('}')
+		w.Close('}')
+		w.Close('}')
+		return simulator.NewReply(status, ctJSON, w.Bytes(), "fault-shape")
+	case shapeFlatJSON:
+		w := simulator.NewJSON(100)
+		w.Open('{')
+		w.KStr("resultCode", code)
+		w.KStr("resultMsg", msg)
+		w.Close('}')
+		return simulator.NewReply(status, ctJSON, w.Bytes(), "fault-shape")
+	}
+	return nil
 }

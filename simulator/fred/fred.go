@@ -356,3 +356,31 @@ func observationDates(info seriesInfo, from, to synth.Day, now time.Time, loc *t
 	}
 	return out
 }
+
+// shapeKeyNotRegistered is FRED's intermittent refusal of a valid key
+// (simulator.Shaper): HTTP 400 "The value for variable api_key is not
+// registered." in the asked format, for a key that is registered.
+const shapeKeyNotRegistered = "key-not-registered"
+
+// Shapes lists FRED's own shapes.
+func (p *provider) Shapes() []simulator.ShapeSpec {
+	return []simulator.ShapeSpec{{Name: shapeKeyNotRegistered, TakesMessage: true,
+		Doc: `HTTP 400 {"error_code":400,"error_message":"Bad Request.  The value for variable api_key is not registered.  Read …"} (XML unless file_type=json) for a valid key`}}
+}
+
+// ShapeApplies: the shape answers every observations request.
+func (p *provider) ShapeApplies(string, *http.Request, simulator.Route) bool { return true }
+
+// ShapeReply answers with the refusal.
+func (p *provider) ShapeReply(shape string, r *http.Request, _ simulator.Route, c simulator.ShapeCall) *simulator.Reply {
+	if shape != shapeKeyNotRegistered {
+		return nil
+	}
+	msg := c.Fault.Message
+	if msg == "" {
+		msg = "Bad Request.  The value for variable api_key is not registered." + keyHelp
+	}
+	status := simulator.OrStatus(c.Fault.Status, http.StatusBadRequest)
+	rep := fail(r.URL.Query().Get("file_type") != "json", status, msg, "fault-shape")
+	return rep
+}

@@ -182,6 +182,12 @@ func (p *provider) oauthAuth(r *http.Request) (*simulator.Instance, oauthRequest
 
 // tokenP answers POST /oauth2/tokenP.
 func (p *provider) tokenP(r *http.Request, _ simulator.Route, _ float64) *simulator.Reply {
+	return p.issue(r, false)
+}
+
+// issue answers a token request; expired hands out a new token that is
+// already expired (the token-expired shape).
+func (p *provider) issue(r *http.Request, expired bool) *simulator.Reply {
 	in, req, rep := p.oauthAuth(r)
 	if rep != nil {
 		return rep
@@ -202,12 +208,15 @@ func (p *provider) tokenP(r *http.Request, _ simulator.Route, _ float64) *simula
 			return
 		}
 		tok := p.current[in]
-		if tok != nil && !tok.revoked && now.Before(tok.expires) && now.Sub(tok.issued) < tokenReuse {
+		if !expired && tok != nil && !tok.revoked && now.Before(tok.expires) && now.Sub(tok.issued) < tokenReuse {
 			if st != nil {
 				st.TokenReused()
 			}
 		} else {
 			tok = &token{prov: in, issued: now, expires: now.Add(tokenLifetime)}
+			if expired {
+				tok.expires = now.Add(-time.Second)
+			}
 			tok.value = p.tokenValue(in, now, len(p.tokens))
 			p.tokens[tok.value] = tok
 			p.current[in] = tok
@@ -221,7 +230,7 @@ func (p *provider) tokenP(r *http.Request, _ simulator.Route, _ float64) *simula
 		return oauthError(http.StatusForbidden, "EGW00133", "접근토큰 발급 잠시 후 다시 시도하세요(1분당 1회)", "limit")
 	}
 
-	remaining := int64(expires.Sub(now) / time.Second)
+	remaining := max(int64(expires.Sub(now)/time.Second), 0)
 	var w simulator.JSON
 	w.Open('{')
 	w.KStr("access_token", value)
@@ -363,4 +372,80 @@ func (p *provider) data(r *http.Request, rt simulator.Route, fraction float64) *
 		return rep
 	}
 	return p.chart(r, rt, in, trID, now)
+}
+
+// The answer shapes of KIS (simulator.Shaper).
+const (
+	// shapeTokenExpired: /oauth2/tokenP hands out a token that is already
+	// expired (access_token_token_expired in the past, expires_in 0);
+	// data calls with it get EGW00123.
+	shapeTokenExpired = "token-expired"
+	// shapeRtCd: a data call answered with another rt_cd than "0" or
+	// "1", e.g. {"rt_cd":"7","msg_cd":"KIOK0007","msg1":"조회할 자료가 없습니다"}.
+	shapeRtCd = "rt-cd"
+)
+
+// rtCdDefaults are the msg_cd and msg1 of the rt-cd shape by rt_cd.
+var rtCdDefaults = map[string][2]string{
+	"1": {"EGW00201", "초당 거래건수를 초과하였습니다."},
+	"2": {"OPSQ2001", "ERROR : INPUT INVALID_CHECK_INQR_DVSN"},
+	"7": {"KIOK0007", "조회할 자료가 없습니다"},
+}
+
+// Shapes lists KIS's own shapes.
+func (p *provider) Shapes() []simulator.ShapeSpec {
+	return []simulator.ShapeSpec{
+		{Name: shapeTokenExpired, Doc: "POST /oauth2/tokenP issues a token that is already expired (expires_in 0, access_token_token_expired one second ago); only token requests"},
+		{Name: shapeRtCd, Codes: []string{"*"}, TakesMsgCode: true, TakesMessage: true,
+			Doc: `a data call answered {"rt_cd":CODE,"msg_cd":…,"msg1":…} in HTTP 200 (rt_cd 7 by default: KIOK0007 "조회할 자료가 없습니다"; 2: OPSQ2001 "ERROR : INPUT INVALID_CHECK_INQR_DVSN")`},
+	}
+}
+
+// ShapeApplies: token-expired answers token requests only, rt-cd data
+// calls only.
+func (p *provider) ShapeApplies(shape string, _ *http.Request, rt simulator.Route) bool {
+	switch shape {
+	case shapeTokenExpired:
+		return rt.Path == "/oauth2/tokenP"
+	case shapeRtCd:
+		return rt.Path != "/oauth2/tokenP" && rt.Path != "/oauth2/revokeP"
+	}
+	return false
+}
+
+// ShapeReply answers with a shape.
+func (p *provider) ShapeReply(shape string, r *http.Request, _ simulator.Route, c simulator.ShapeCall) *simulator.Reply {
+	switch shape {
+	case shapeTokenExpired:
+		return p.issue(r, true)
+	case shapeRtCd:
+		f := c.Fault
+		code := f.Code
+		if code == "" {
+			code = "7"
+		}
+		def, ok := rtCdDefaults[code]
+		if !ok {
+			def = rtCdDefaults["2"]
+		}
+		msgCd, msg := f.MsgCode, f.Message
+		if msgCd == "" {
+			msgCd = def[0]
+		}
+		if msg == "" {
+			msg = def[1]
+		}
+		var w simulator.JSON
+		w.Open('{')
+		w.KStr("rt_cd", code)
+		w.KStr("msg_cd", msgCd)
+		w.KStr("msg1", msg)
+		w.Close('}')
+		rep := simulator.NewReply(simulator.OrStatus(f.Status, http.StatusOK), ctJSON, w.Bytes(), "fault-shape")
+		if trID := r.Header.Get("tr_id"); trID != "" {
+			rep.Header.Set("tr_id", trID)
+		}
+		return rep
+	}
+	return nil
 }

@@ -548,3 +548,26 @@ func queryHashMatches(raw, claimed string) bool {
 	}
 	return false
 }
+
+// shape429Text is UPBIT's rate-limit answer with a plain-text body
+// instead of the JSON error (simulator.Shaper), as its gateway sends it.
+const shape429Text = "429-text"
+
+// TooManyText is the body of the 429-text shape.
+const TooManyText = "Too many API requests."
+
+// Shapes lists UPBIT's own shapes.
+func (p *provider) Shapes() []simulator.ShapeSpec {
+	return []simulator.ShapeSpec{{Name: shape429Text, Doc: "HTTP 429 with the plain-text body \"Too many API requests.\" (text/plain;charset=UTF-8)"}}
+}
+
+// ShapeApplies: the shape answers every UPBIT request.
+func (p *provider) ShapeApplies(string, *http.Request, simulator.Route) bool { return true }
+
+// ShapeReply answers with the plain-text 429.
+func (p *provider) ShapeReply(shape string, _ *http.Request, _ simulator.Route, c simulator.ShapeCall) *simulator.Reply {
+	if shape != shape429Text {
+		return nil
+	}
+	return simulator.NewReply(simulator.OrStatus(c.Fault.Status, http.StatusTooManyRequests), "text/plain;charset=UTF-8", []byte(TooManyText), "fault-shape")
+}
