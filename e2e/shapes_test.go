@@ -224,3 +224,51 @@ func (c *cluster) scrapeOutcomes(w *workerProc) map[string]map[string]int64 {
 	}
 	return out
 }
+
+// TestSpentQuotaClosesTheService: data.go.kr answers its first call of
+// service 15094807 with code 22 (the gateway's JSON on HTTP 429), which
+// spends the service's daily quota for all three of its datasets. The
+// worker's gate remembers the provider's word: the service's two other
+// datasets fail quota_exhausted with Sluice's own code before any call,
+// so no call meets the spent quota. (Before, each of them called once more
+// and heard code 22 again: 2 calls against a spent quota.)
+func TestSpentQuotaClosesTheService(t *testing.T) {
+	t.Parallel()
+	env(t)
+	f, err := simulator.ParseFault("provider=datago,shape=gateway-json,code=22,status=429,times=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []string{"fsc-stock-market-index", "fsc-bond-market-index", "fsc-derivative-market-index"}
+	c := newCluster(t, clusterOptions{workers: 1, faults: []simulator.Fault{f}})
+	date := logicalDate()
+	res := c.runBatch(workflows.DailyIngestInput{Date: date, Datasets: plan})
+	stats := c.sim.Stats()
+	results := byDataset(t, res, date, plan)
+	provider, own := 0, 0
+	for _, id := range plan {
+		r := results[id]
+		if r.Status != workflows.StatusFailed || r.ErrorType != "quota_exhausted" {
+			t.Errorf("%s: %s [%s] %q; want failed quota_exhausted", id, r.Status, r.ErrorType, r.Error)
+			continue
+		}
+		switch {
+		case strings.Contains(r.Error, "sluice-quota") && strings.Contains(r.Error, "code 22"):
+			own++
+		case strings.Contains(r.Error, "(22)"):
+			provider++
+		default:
+			t.Errorf("%s: error %q names neither the provider's code 22 nor Sluice's refusal", id, r.Error)
+		}
+	}
+	if provider != 1 || own != 2 {
+		t.Errorf("%d datasets heard the provider's code 22 and %d were refused by the gate; want 1 and 2", provider, own)
+	}
+	st := stats.Scopes["datago/service/15094807"]
+	if st == nil || !st.QuotaSpent {
+		t.Fatalf("service 15094807's quota is not spent: %+v", st)
+	}
+	if st.CallsAgainstSpentQuota != 0 {
+		t.Errorf("%d calls against the spent quota, want 0", st.CallsAgainstSpentQuota)
+	}
+}

@@ -214,6 +214,11 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 		}
 		return connector.Permit{}, err
 	}
+	if e := g.spentError(call, scopes); e != nil {
+		// The provider said the quota is spent while this call waited.
+		g.client.Release(permits...)
+		return connector.Permit{}, e
+	}
 	waited := time.Since(start)
 	t := trackerOf(ctx)
 	if t != nil {
@@ -228,7 +233,7 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	if t != nil {
 		t.mu.Unlock()
 	}
-	grant := connector.Permit{Track: g.client.Track(permits)}
+	grant := connector.Permit{Track: spentGuard{SendTracker: g.client.Track(permits), g: g, call: call, scopes: scopes}}
 	for _, p := range permits {
 		if grant.Deadline.IsZero() || p.Deadline.Before(grant.Deadline) {
 			grant.Deadline = p.Deadline
@@ -494,6 +499,30 @@ func (g *Gate) spentError(call connector.Call, scopes []*registry.ScopeInstance)
 				s.ID, q.code, q.resetAt.Format(time.RFC3339)), ResetAt: q.resetAt}
 	}
 	return nil
+}
+
+// spentGuard is a permit's tracker that also refuses to let the request
+// leave once the provider has said one of its scopes' quota is spent
+// (quotaSpent): a call granted before an earlier call's code 22 arrived
+// asks the gate again at its last check, and the gate refuses it. Its
+// slot counts as used.
+type spentGuard struct {
+	connector.SendTracker
+	g      *Gate
+	call   connector.Call
+	scopes []*registry.ScopeInstance
+}
+
+// Leave is the inner tracker's last check, then the spent quotas'.
+func (s spentGuard) Leave(now time.Time) bool {
+	if !s.SendTracker.Leave(now) {
+		return false
+	}
+	if s.g.spentError(s.call, s.scopes) != nil {
+		s.SendTracker.Done(now)
+		return false
+	}
+	return true
 }
 
 // emit records an operational event (or only logs it without an

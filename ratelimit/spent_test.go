@@ -84,3 +84,40 @@ func spentRegistry(t *testing.T) *registry.Registry {
 	}
 	return reg
 }
+
+// fakeTracker records a permit's reports.
+type fakeTracker struct{ left, done int }
+
+func (f *fakeTracker) Leave(time.Time) bool { f.left++; return true }
+func (f *fakeTracker) Wrote(time.Time)      {}
+func (f *fakeTracker) Done(time.Time)       { f.done++ }
+
+// TestPermitGrantedBeforeTheQuotaWasSpentDoesNotLeave: a call granted
+// while an earlier call of the same service was out is stopped at its last
+// check once that call's answer said the quota is spent (the first e2e run
+// of TestSpentQuotaClosesTheService: two calls granted before the code 22
+// arrived both went out).
+func TestPermitGrantedBeforeTheQuotaWasSpentDoesNotLeave(t *testing.T) {
+	now := time.Date(2026, 12, 4, 15, 0, 0, 0, time.UTC)
+	reg := spentRegistry(t)
+	g, err := NewGate(GateOptions{Registry: reg, Client: NewClient(nil, ClientOptions{}), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := connector.Call{Provider: "datago", Dataset: "datago-b", Kind: connector.CallData}
+	inner := &fakeTracker{}
+	guard := spentGuard{SendTracker: inner, g: g, call: call, scopes: reg.ScopesFor(call.Dataset)}
+	if !guard.Leave(now) {
+		t.Fatal("a permit of an open scope was stopped")
+	}
+	g.Observe(context.Background(), connector.Observation{Call: connector.Call{Provider: "datago", Dataset: "datago-a", Kind: connector.CallData},
+		Err: &connector.Error{Class: connector.QuotaExhausted, Code: "22", ResetAt: now.Add(time.Hour)}})
+	inner2 := &fakeTracker{}
+	guard = spentGuard{SendTracker: inner2, g: g, call: call, scopes: reg.ScopesFor(call.Dataset)}
+	if guard.Leave(now) {
+		t.Fatal("a permit granted before the provider's code 22 still left")
+	}
+	if inner2.done != 1 {
+		t.Errorf("the stopped permit was not settled (done %d): its send record would wait for an answer forever", inner2.done)
+	}
+}
