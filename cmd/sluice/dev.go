@@ -65,7 +65,7 @@ failed.`,
 }
 
 func (f *devFlags) bind(fs *pflag.FlagSet) {
-	f.rf.bind(fs, "127.0.0.1:9464")
+	f.rf.bind(fs)
 	stringFlag(fs, &f.frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "embedded Temporal frontend HOST:PORT")
 	stringFlag(fs, &f.uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (off: no UI)")
 	stringFlag(fs, &f.namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace")
