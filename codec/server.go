@@ -11,9 +11,19 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/httpserver"
 	commonpb "go.temporal.io/api/common/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
+
+// ServerLimits bound the codec endpoint's connections: a request of up to
+// 4 MB is read in 30 s and answered in 30 s more; headers (a bearer token,
+// the UI's X-Namespace) fit in 64 KiB.
+var ServerLimits = httpserver.Default
+
+// NewServer returns the HTTP server for the codec endpoint h, with every
+// timeout and the header size bounded (ServerLimits).
+func NewServer(h http.Handler) *http.Server { return httpserver.New(h, ServerLimits) }
 
 // maxRequest bounds a codec request: Temporal's gRPC messages stop at 4 MB.
 const maxRequest = 4 << 20

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,6 +129,10 @@ func TestHandlerCORSAndAuth(t *testing.T) {
 		{"other origin", map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer tok-123"}, http.StatusForbidden},
 		{"no token", map[string]string{"Origin": uiOrigin}, http.StatusUnauthorized},
 		{"wrong token", map[string]string{"Authorization": "Bearer tok-124"}, http.StatusUnauthorized},
+		{"short token", map[string]string{"Authorization": "Bearer tok-12"}, http.StatusUnauthorized},
+		{"longer token", map[string]string{"Authorization": "Bearer tok-1234"}, http.StatusUnauthorized},
+		{"empty token", map[string]string{"Authorization": "Bearer "}, http.StatusUnauthorized},
+		{"bare scheme", map[string]string{"Authorization": "Bearer"}, http.StatusUnauthorized},
 		{"basic auth", map[string]string{"Authorization": "Basic dG9rLTEyMw=="}, http.StatusUnauthorized},
 		{"ui with token", map[string]string{"Origin": uiOrigin, "Authorization": "Bearer tok-123", "X-Namespace": "default"}, http.StatusOK},
 		{"cli with token", map[string]string{"Authorization": "Bearer tok-123"}, http.StatusOK},
@@ -206,4 +212,31 @@ func FuzzRedactJSON(f *testing.F) {
 		}
 		walk(v)
 	})
+}
+
+// TestTokenComparedInConstantTime: the bearer token is compared with
+// crypto/subtle, never with == or != (whose time tells how much of a guess
+// was right).
+func TestTokenComparedInConstantTime(t *testing.T) {
+	src, err := os.ReadFile("server.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(src)
+	if !strings.Contains(code, "subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token))") {
+		t.Error("the bearer token is not compared with subtle.ConstantTimeCompare")
+	}
+	if m := regexp.MustCompile(`\w\s*[!=]=\s*h\.opts\.Token|h\.opts\.Token\s*[!=]=\s*[^"\s]`).FindString(code); m != "" {
+		t.Errorf("the token is compared with %q", m)
+	}
+}
+
+// TestNewServerLimits: the codec endpoint's server bounds every timeout
+// and the header size, not only the headers' read.
+func TestNewServerLimits(t *testing.T) {
+	s := NewServer(http.NotFoundHandler())
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
+		t.Errorf("codec server limits: read header %s, read %s, write %s, idle %s, header bytes %d",
+			s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
 }

@@ -66,6 +66,11 @@ type Options struct {
 	// TLS, when set, serves the frontend over TLS (mutual TLS with
 	// TLS.ClientCAFile).
 	TLS *TLS
+	// AllowInsecureRemote lets the frontend listen off loopback without
+	// mutual TLS, and the Web UI (which has no authentication) listen off
+	// loopback at all. Without it those are refused: anyone who reaches
+	// them could read payloads and terminate workflows.
+	AllowInsecureRemote bool
 	// CodecEndpoint, when set, is the remote codec endpoint the Web UI
 	// sends payloads to for decoding (such as http://127.0.0.1:8234, a
 	// `sluice codec serve`); the UI calls it from the browser.
@@ -168,6 +173,14 @@ func (o Options) resolve() (resolved, error) {
 			return r, fmt.Errorf("embedded options: %w", err)
 		}
 		r.tls = &t
+	}
+	if !o.AllowInsecureRemote {
+		if ip := net.ParseIP(r.frontendHost); !ip.IsLoopback() && (r.tls == nil || r.tls.ClientCAFile == "") {
+			return r, fmt.Errorf("embedded options: FrontendAddr %q is not loopback and the frontend has no mutual TLS (TLS.ClientCAFile): anyone reaching it could terminate workflows; set AllowInsecureRemote to force it", addr)
+		}
+		if ip := net.ParseIP(r.uiHost); r.uiEnabled && !ip.IsLoopback() {
+			return r, fmt.Errorf("embedded options: UIAddr %q is not loopback and the Web UI has no authentication; set AllowInsecureRemote to force it", o.UIAddr)
+		}
 	}
 	if o.CodecEndpoint != "" {
 		u, err := url.Parse(o.CodecEndpoint)

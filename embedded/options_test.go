@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testcerts"
 )
 
 func TestResolveDefaults(t *testing.T) {
@@ -115,5 +117,41 @@ func TestFreePortIsBindable(t *testing.T) {
 	}
 	if got, err := resolvePort("127.0.0.1", p); err != nil || got != p {
 		t.Fatalf("resolvePort(%d) = %d, %v; want the port back", p, got, err)
+	}
+}
+
+// TestResolveRefusesInsecureRemote: the frontend off loopback needs mutual
+// TLS and the Web UI (no authentication) loopback, unless
+// AllowInsecureRemote forces them; checked before anything binds.
+func TestResolveRefusesInsecureRemote(t *testing.T) {
+	dir := t.TempDir()
+	certs, err := testcerts.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS := &TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA}
+	mutualTLS := &TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA, ClientCAFile: certs.CA,
+		ClientCertFile: certs.ClientCert, ClientKeyFile: certs.ClientKey}
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string // "" accepted
+	}{
+		{"frontend on every interface", Options{DataDir: dir, FrontendAddr: "0.0.0.0:7233", UIAddr: UIOff}, `FrontendAddr "0.0.0.0:7233"`},
+		{"frontend on an address", Options{DataDir: dir, FrontendAddr: "192.0.2.1:7233", UIAddr: UIOff}, "AllowInsecureRemote"},
+		{"frontend with server TLS only", Options{DataDir: dir, FrontendAddr: "[::]:7233", UIAddr: UIOff, TLS: serverTLS}, "mutual TLS"},
+		{"ui on every interface", Options{DataDir: dir, UIAddr: "0.0.0.0:8233"}, `UIAddr "0.0.0.0:8233"`},
+		{"ui despite mutual TLS", Options{DataDir: dir, FrontendAddr: "0.0.0.0:7233", UIAddr: "0.0.0.0:8233", TLS: mutualTLS}, "UIAddr"},
+		{"frontend with mutual TLS", Options{DataDir: dir, FrontendAddr: "0.0.0.0:7233", UIAddr: UIOff, TLS: mutualTLS}, ""},
+		{"forced", Options{DataDir: dir, FrontendAddr: "0.0.0.0:7233", UIAddr: "0.0.0.0:8233", AllowInsecureRemote: true}, ""},
+		{"loopback", Options{DataDir: dir, FrontendAddr: "[::1]:0", UIAddr: "localhost:0"}, ""},
+	} {
+		_, err := c.opts.resolve()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
 	}
 }

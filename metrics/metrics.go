@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sluicehq/sluice/internal/httpserver"
 )
 
 // Metrics is one worker's set of collectors. Safe for concurrent use. A nil
@@ -79,6 +80,24 @@ func New() *Metrics {
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// ServerLimits bound the /metrics server's connections: a scrape is a
+// bodiless GET answered at once.
+var ServerLimits = httpserver.Limits{
+	ReadHeader:     10 * time.Second,
+	Read:           10 * time.Second,
+	Write:          30 * time.Second,
+	Idle:           2 * time.Minute,
+	MaxHeaderBytes: 16 << 10,
+}
+
+// Server returns the HTTP server for /metrics, with every timeout and the
+// header size bounded (ServerLimits).
+func (m *Metrics) Server() *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	return httpserver.New(mux, ServerLimits)
 }
 
 // Call counts one provider call.

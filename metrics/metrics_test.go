@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -62,5 +63,20 @@ func TestRemainingGroupsAreBounded(t *testing.T) {
 		if n := len(mf.GetMetric()); n != MaxGroups+1 {
 			t.Errorf("%d remaining-requests series, want %d (upbit) + 1 (fred)", n, MaxGroups)
 		}
+	}
+}
+
+// TestServerLimits: the /metrics server bounds every timeout and the
+// header size, and serves /metrics.
+func TestServerLimits(t *testing.T) {
+	s := New().Server()
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
+		t.Errorf("metrics server limits: read header %s, read %s, write %s, idle %s, header bytes %d",
+			s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "go_goroutines") {
+		t.Errorf("GET /metrics: %d", rec.Code)
 	}
 }

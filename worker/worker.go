@@ -158,9 +158,7 @@ func Start(opts Options) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("starting worker: listening for metrics on %s: %w", opts.MetricsAddr, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
-		out.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		out.metricsSrv = m.Server()
 		out.metricsLn = ln
 		go func() { _ = out.metricsSrv.Serve(ln) }()
 	}

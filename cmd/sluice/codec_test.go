@@ -110,3 +110,23 @@ func TestWorkerTokenStoreChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecServerLimits: the codec endpoint's server bounds the whole
+// request, the answer, idle connections and the header size, not only the
+// headers' read (a body that never finishes held a connection forever).
+func TestCodecServerLimits(t *testing.T) {
+	ring, err := codec.ParseKeyring("test", "a:"+strings.Repeat("A", 43)+"=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := startCodecServer("127.0.0.1:0", ring, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	s := cs.srv
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
+		t.Errorf("codec server limits: read header %s, read %s, write %s, idle %s, header bytes %d",
+			s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+}

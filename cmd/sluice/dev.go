@@ -34,6 +34,7 @@ type devFlags struct {
 	rf                                                        runtimeFlags
 	sf                                                        statusFlags
 	frontendAddr, uiAddr, simAddr, codecAddr, date, namespace string
+	allowInsecureRemote                                       bool
 	real, once, noIngest, noSchedules                         bool
 	catchup                                                   time.Duration
 	providers, datasets, faults                               []string
@@ -65,9 +66,10 @@ failed.`,
 }
 
 func (f *devFlags) bind(fs *pflag.FlagSet) {
-	f.rf.bind(fs, "127.0.0.1:9464")
+	f.rf.bind(fs)
 	stringFlag(fs, &f.frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "embedded Temporal frontend HOST:PORT")
 	stringFlag(fs, &f.uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (off: no UI)")
+	allowInsecureRemoteFlag(fs, &f.allowInsecureRemote)
 	stringFlag(fs, &f.namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace")
 	stringFlag(fs, &f.codecAddr, "codec-addr", "SLUICE_CODEC_ADDR", "127.0.0.1:0", "codec endpoint the Web UI decodes sealed payloads through, on loopback (port 0: a free port; off: none)")
 	f.sf.bind(fs, "status-addr", "serve the status pages on HOST:PORT (off: none)")
@@ -110,6 +112,9 @@ func (s *devStack) close() {
 // run is sluice dev: start the stack, print its addresses, sync the
 // schedules, run the batch and stay up unless --once.
 func (f *devFlags) run(ctx context.Context, out io.Writer) error {
+	if err := checkExposure(f.frontendAddr, f.uiAddr, nil, f.allowInsecureRemote); err != nil {
+		return err
+	}
 	rf := &f.rf
 	if err := rf.validate(); err != nil {
 		return err
@@ -206,7 +211,7 @@ func (f *devFlags) startServer(ctx context.Context, s *devStack, log *slog.Logge
 	}
 	eopts := embedded.Options{
 		DataDir: rf.lake.dataDir.temporal(), FrontendAddr: f.frontendAddr, UIAddr: f.uiAddr,
-		Namespace: f.namespace, Logger: log,
+		Namespace: f.namespace, Logger: log, AllowInsecureRemote: f.allowInsecureRemote,
 	}
 	if s.cs != nil {
 		eopts.CodecEndpoint = s.cs.url

@@ -17,6 +17,7 @@ func init() { register(newServerCmd) }
 
 func newServerCmd() *cobra.Command {
 	var frontendAddr, uiAddr, namespace, logLevel, codecAddr string
+	var allowInsecureRemote bool
 	var keys keyFlags
 	var dataDir dataDir
 	var tlsOpts embedded.TLS
@@ -44,6 +45,10 @@ and demo use; production runs Temporal from the compose stack.`,
 			if tlsOpts != (embedded.TLS{}) {
 				opts.TLS = &tlsOpts
 			}
+			if err := checkExposure(frontendAddr, uiAddr, opts.TLS, allowInsecureRemote); err != nil {
+				return err
+			}
+			opts.AllowInsecureRemote = allowInsecureRemote
 			// With a payload key, the Web UI decodes the token keepers'
 			// payloads through a codec endpoint on loopback.
 			var cs *codecServer
@@ -96,6 +101,7 @@ and demo use; production runs Temporal from the compose stack.`,
 	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "Temporal frontend gRPC HOST:PORT (port 0: any free port)")
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (port 0: any free port; off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace, created if missing")
+	allowInsecureRemoteFlag(fs, &allowInsecureRemote)
 	stringFlag(fs, &codecAddr, "codec-addr", "SLUICE_CODEC_ADDR", "127.0.0.1:0", "with a payload key: the codec endpoint the Web UI decodes sealed payloads through, on loopback (port 0: a free port; off: none)")
 	keys.bind(fs)
 	stringFlag(fs, &tlsOpts.CertFile, "tls-cert-file", "SLUICE_SERVER_TLS_CERT_FILE", "", "serve the frontend over TLS with this PEM certificate")

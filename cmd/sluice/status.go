@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/internal/atomicfile"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
@@ -80,11 +81,15 @@ func devOperatorToken(d dataDir) (tok, file string, err error) {
 		return "", "", fmt.Errorf("creating an operator token: %w", err)
 	}
 	tok = base64.RawURLEncoding.EncodeToString(raw)
-	if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+	if err := writeSecretFile(file, []byte(tok+"\n"), 0o600); err != nil {
 		return "", "", fmt.Errorf("writing the operator token: %w", err)
 	}
 	return tok, file, nil
 }
+
+// writeSecretFile writes a file holding a secret: whole, mode 0600 from
+// its first byte, durably (atomicfile). A variable for the tests.
+var writeSecretFile = atomicfile.Write
 
 // statusServer is a running status server.
 type statusServer struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -114,5 +115,43 @@ func TestDevServesStatus(t *testing.T) {
 	code, body := get("/ops", strings.TrimSpace(string(tok)))
 	if code != 200 || !strings.Contains(body, `limiter">running<`) {
 		t.Errorf("/ops with dev's token: %d, limiters running: %v", code, strings.Contains(body, `limiter">running<`))
+	}
+}
+
+// TestDevOperatorTokenWrittenAtomically: the token `sluice dev` creates
+// under the data dir goes through atomicfile.Write (temporary file 0600,
+// fsync, rename, fsync of the directory): mode 0600, no temporary file
+// left, and read back the same on the next start.
+func TestDevOperatorTokenWrittenAtomically(t *testing.T) {
+	t.Setenv(status.EnvOperatorToken, "")
+	t.Setenv(status.EnvOperatorTokenFile, "")
+	d := dataDir{dir: t.TempDir()}
+	var calls []string
+	orig := writeSecretFile
+	writeSecretFile = func(path string, data []byte, perm os.FileMode) error {
+		calls = append(calls, fmt.Sprintf("%s %o", path, perm))
+		return orig(path, data, perm)
+	}
+	t.Cleanup(func() { writeSecretFile = orig })
+	tok, file, err := devOperatorToken(d)
+	if err != nil || tok == "" || file != d.operatorToken() {
+		t.Fatalf("devOperatorToken: %q %q %v", tok, file, err)
+	}
+	if want := d.operatorToken() + " 600"; len(calls) != 1 || calls[0] != want {
+		t.Errorf("atomic writes: %q, want %q", calls, want)
+	}
+	st, err := os.Stat(file)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v", st, err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(file))
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+	again, _, err := devOperatorToken(d)
+	if err != nil || again != tok || len(calls) != 1 {
+		t.Errorf("the second start: %q %v, %d writes", again, err, len(calls))
 	}
 }

@@ -144,7 +144,7 @@ func startCodecServer(addr string, ring *codec.Keyring, token string, origins []
 	}})
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
-	cs.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	cs.srv = codec.NewServer(mux)
 	go func() { _ = cs.srv.Serve(ln) }()
 	return cs, nil
 }

@@ -42,7 +42,12 @@ type runtimeFlags struct {
 	watchDB watchDBFlag
 }
 
-func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
+// defaultMetricsAddr is where /metrics is served unless --metrics-addr
+// says otherwise: loopback, as the metrics are not for everyone who can
+// reach the host (a container publishes them with 0.0.0.0:9464 explicitly).
+const defaultMetricsAddr = "127.0.0.1:9464"
+
+func (r *runtimeFlags) bind(fs *pflag.FlagSet) {
 	r.lake.bind(fs)
 	stringFlag(fs, &r.baseURL, "base-url", "SLUICE_BASE_URL", "", "send every provider's calls to this base URL instead of the registry's (the simulator)")
 	boolFlag(fs, &r.simCredentials, "sim-credentials", "SLUICE_SIM_CREDENTIALS", false, "use the simulator's test credentials instead of the environment's")
@@ -50,7 +55,7 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet, metricsDefault string) {
 	durationFlag(fs, &r.tolerance, "limiter-tolerance", "SLUICE_LIMITER_TOLERANCE", 50*time.Millisecond, "how late after its grant a call may still be sent; grants are spaced by it")
 	durationFlag(fs, &r.maxQuotaWait, "max-quota-wait", "SLUICE_MAX_QUOTA_WAIT", 0, "how long a dataset whose daily quota is spent waits for the reset (a workflow timer) before it fails")
 	intFlag(fs, &r.maxActivities, "max-activities", "SLUICE_MAX_ACTIVITIES", 500, "activities this worker runs at once")
-	stringFlag(fs, &r.metricsAddr, "metrics-addr", "SLUICE_METRICS_ADDR", metricsDefault, "serve Prometheus /metrics on HOST:PORT (empty: off)")
+	stringFlag(fs, &r.metricsAddr, "metrics-addr", "SLUICE_METRICS_ADDR", defaultMetricsAddr, "serve Prometheus /metrics on HOST:PORT (empty: off)")
 	stringFlag(fs, &r.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	tokenStoreFlag(fs, &r.tokenStore)
 	r.keys.bind(fs)
@@ -182,6 +187,6 @@ scope's one limiter, so the declared limits hold across all of them.`,
 		},
 	}
 	tf.bind(cmd.Flags())
-	rf.bind(cmd.Flags(), "0.0.0.0:9464")
+	rf.bind(cmd.Flags())
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,21 @@ func TestWorkerRefusesBadRateScaleFromEnvironment(t *testing.T) {
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "SLUICE_RATE_SCALE") {
 			t.Errorf("SLUICE_RATE_SCALE=%s: %v", v, err)
+		}
+	}
+}
+
+// TestMetricsAddrDefaultsToLoopback: /metrics is not served on every
+// interface unless asked (compose asks with SLUICE_METRICS_ADDR).
+func TestMetricsAddrDefaultsToLoopback(t *testing.T) {
+	for name, cmd := range map[string]*cobra.Command{"worker": newWorkerCmd(), "dev": newDevCmd()} {
+		f := cmd.Flags().Lookup("metrics-addr")
+		if f == nil {
+			t.Fatalf("%s has no --metrics-addr", name)
+		}
+		host, _, err := net.SplitHostPort(f.DefValue)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			t.Errorf("sluice %s --metrics-addr defaults to %q, not a loopback address", name, f.DefValue)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/internal/atomicfile"
 )
 
 // lockRetry is how often a waiting process tries the lock again.
@@ -97,32 +98,15 @@ func (f *File) Save(_ context.Context, key string, t connector.Token) error {
 	if err != nil {
 		return fmt.Errorf("saving token: %w", err)
 	}
-	tmp, err := os.CreateTemp(f.dir, key+".*.tmp") // mode 0600
-	if err != nil {
-		return fmt.Errorf("saving token in %s: %w", f.dir, err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // no-op after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving token to %s: %w", name, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving token to %s: %w", name, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving token to %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving token to %s: %w", name, err)
-	}
-	if err := os.Rename(name, p); err != nil {
-		return fmt.Errorf("saving token to %s: %w", p, err)
+	if err := writeFile(p, data, 0o600); err != nil {
+		return fmt.Errorf("saving token: %w", err)
 	}
 	return nil
 }
+
+// writeFile writes a token file: whole, mode 0600, and durably (the file
+// and its directory synced). A variable for the tests.
+var writeFile = atomicfile.Write
 
 // WithLock runs fn holding the exclusive lock of key. The lock is an
 // flock(2) on <key>.lock: it excludes other processes and other File

@@ -3,6 +3,7 @@ package tokenstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -157,5 +158,39 @@ func TestWideDirectoryIsRestricted(t *testing.T) {
 	}
 	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
 		t.Errorf("dir mode %v, want 0700", st.Mode().Perm())
+	}
+}
+
+// TestSaveWritesAtomically: Save goes through atomicfile.Write (temporary
+// file, fsync, rename, fsync of the directory), with mode 0600, and leaves
+// no temporary file.
+func TestSaveWritesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	f, err := NewFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	orig := writeFile
+	writeFile = func(path string, data []byte, perm os.FileMode) error {
+		calls = append(calls, fmt.Sprintf("%s %o", filepath.Base(path), perm))
+		return orig(path, data, perm)
+	}
+	t.Cleanup(func() { writeFile = orig })
+	if err := f.Save(context.Background(), "kis-x", connector.Token{AccessToken: "tok", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(calls, ";") != "kis-x.json 600" {
+		t.Errorf("atomic writes: %q", calls)
+	}
+	st, err := os.Stat(filepath.Join(dir, "kis-x.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v", st, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/sluicehq/sluice/internal/redact"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -134,9 +135,10 @@ func withConnectTimeout(dsn string) string {
 
 func openPostgres(ctx context.Context, dsn string, ret Retention) (Store, error) {
 	dsn = withConnectTimeout(dsn)
+	secrets := redact.DSNSecrets(dsn)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("opening the watch store %s: %w", Describe(dsn), err)
+		return nil, redact.Error(fmt.Errorf("opening the watch store %s: %w", Describe(dsn), err), secrets...)
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(4)
@@ -154,7 +156,10 @@ func openPostgres(ctx context.Context, dsn string, ret Retention) (Store, error)
 	}
 	st, err := newSQLStore(ctx, db, d, ret)
 	if err != nil {
-		return nil, err
+		return nil, redact.Error(err, secrets...)
+	}
+	if len(secrets) > 0 {
+		return &redacting{s: st, secrets: secrets}, nil
 	}
 	return st, nil
 }

@@ -22,10 +22,10 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/redact"
 	"github.com/sluicehq/sluice/watch"
 )
 
@@ -270,19 +270,10 @@ func ParseDSN(dsn string) (Kind, string, error) {
 	return "", "", fmt.Errorf("%w: %s (use postgres://user@host:5432/database or sqlite:PATH)", ErrUnsupportedDSN, Describe(dsn))
 }
 
-var passwordKV = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
-
-// Describe returns a DSN fit for messages: a URL's password is masked, and
-// so is a password=… of a key/value DSN.
-func Describe(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.Opaque == "" {
-		return u.Redacted()
-	}
-	if i := strings.LastIndex(dsn, "@"); i >= 0 && strings.Contains(dsn, "://") {
-		return "…" + dsn[i:]
-	}
-	return passwordKV.ReplaceAllString(dsn, "${1}xxxxx")
-}
+// Describe returns a DSN fit for messages: every password it holds (a
+// URL's user info, ?password= or ?sslpassword=, a key/value password=…)
+// is masked (redact.DSN).
+func Describe(dsn string) string { return redact.DSN(dsn) }
 
 // Open opens (creating it if needed) the store cfg names and applies the
 // migrations it lacks.
