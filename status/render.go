@@ -24,7 +24,7 @@ type pageData struct {
 
 func (s *Server) page(r *http.Request, title string, view any) pageData {
 	p := pageData{Title: title, Site: s.title, Now: s.now(), View: view, OpsOn: s.auth.set}
-	if ok, sess := s.auth.authorized(r); ok && sess != nil {
+	if sess := s.auth.session(r); sess != nil {
 		p.Operator, p.CSRF = true, sess.csrf
 	}
 	return p
