@@ -407,9 +407,28 @@ func (a *auth) client(r *http.Request) string {
 	return ip.String()
 }
 
-// secure reports whether the request came over TLS: cookies are then
-// marked Secure.
-func (a *auth) secure(r *http.Request) bool { return r.TLS != nil }
+// secure reports whether the browser's request came over TLS: to this
+// server, or to a trusted proxy that says so in X-Forwarded-Proto (its
+// last value: the one the proxy nearest to us set or appended). Cookies
+// are then marked Secure and HSTS is sent; from any other peer the header
+// is ignored.
+func (a *auth) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if _, trusted := a.peer(r); !trusted {
+		return false
+	}
+	vals := r.Header.Values("X-Forwarded-Proto")
+	if len(vals) == 0 {
+		return false
+	}
+	last := vals[len(vals)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	return strings.EqualFold(strings.TrimSpace(last), "https")
+}
 
 func (a *auth) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,

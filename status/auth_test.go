@@ -205,3 +205,58 @@ func TestParseTrustedProxies(t *testing.T) {
 		t.Errorf("a host name: %v", err)
 	}
 }
+
+// TestSecureCookiesBehindProxy: behind a trusted proxy that says
+// X-Forwarded-Proto: https the session and CSRF cookies are Secure (and
+// HSTS is sent); the same header from an untrusted peer, or http from the
+// proxy, is not believed.
+func TestSecureCookiesBehindProxy(t *testing.T) {
+	proxies, err := ParseTrustedProxies("10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *Config) { c.TrustedProxies = proxies })
+	cookies := func(r response) map[string]*http.Cookie {
+		out := map[string]*http.Cookie{}
+		for _, c := range (&http.Response{Header: r.header}).Cookies() {
+			out[c.Name] = c
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name   string
+		peer   string
+		proto  []string
+		secure bool
+	}{
+		{"trusted proxy, https", "10.1.2.3:443", []string{"https"}, true},
+		{"trusted proxy appended HTTPS", "10.1.2.3:443", []string{"http, HTTPS"}, true},
+		{"trusted proxy appended http", "10.1.2.3:443", []string{"https", "http"}, false},
+		{"trusted proxy, http", "10.1.2.3:443", []string{"http"}, false},
+		{"trusted proxy, none", "10.1.2.3:443", nil, false},
+		{"untrusted peer, https", "203.0.113.5:443", []string{"https"}, false},
+	} {
+		mod := func(r *http.Request) {
+			r.RemoteAddr = c.peer
+			for _, p := range c.proto {
+				r.Header.Add("X-Forwarded-Proto", p)
+			}
+		}
+		greq := httptest.NewRequest(http.MethodGet, "/ops/login", nil)
+		mod(greq)
+		form := f.do(t, greq)
+		if k := cookies(form)[csrfCookie]; k == nil || k.Secure != c.secure {
+			t.Errorf("%s: CSRF cookie %+v, want Secure=%v", c.name, k, c.secure)
+		}
+		if got := form.header.Get("Strict-Transport-Security") != ""; got != c.secure {
+			t.Errorf("%s: HSTS sent %v, want %v", c.name, got, c.secure)
+		}
+		k, r := loginFrom(t, f, testToken, mod)
+		if k == nil {
+			t.Fatalf("%s: login: %d", c.name, r.code)
+		}
+		if k.Secure != c.secure {
+			t.Errorf("%s: session cookie Secure=%v, want %v", c.name, k.Secure, c.secure)
+		}
+	}
+}

@@ -49,8 +49,9 @@ type Config struct {
 	// TrustedProxies are the reverse proxies in front of the server, as
 	// the prefixes a connection's address must fall in: from them, and
 	// only from them, X-Forwarded-For and X-Real-IP name the client whose
-	// wrong tokens are counted. Empty: none, the headers are ignored
-	// (ParseTrustedProxies reads the flag's form).
+	// wrong tokens are counted, and X-Forwarded-Proto: https marks the
+	// cookies Secure (and sends HSTS). Empty: none, the headers are
+	// ignored (ParseTrustedProxies reads the flag's form).
 	TrustedProxies []netip.Prefix
 	// Location is where the uptime bars' days begin; nil: UTC.
 	Location *time.Location
@@ -163,7 +164,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if r.TLS != nil {
+		if s.auth.secure(r) {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
 		if len(r.URL.RawQuery) > maxQueryBytes {
