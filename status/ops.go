@@ -75,7 +75,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) showLogin(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	csrf := randomToken()
 	s.auth.setCookie(w, r, csrfCookie, csrf, "/ops", 600)
-	s.renderStatus(w, r, code, "login", s.page(r, "Operator login", loginView{CSRF: csrf, Error: msg}))
+	s.renderStatus(w, r, code, "login", s.page("Operator login", loginView{CSRF: csrf, Error: msg}))
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -314,7 +314,7 @@ func (s *Server) opsPage(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	s.render(w, r, "ops", s.page(r, "Operator", v))
+	s.render(w, r, "ops", s.operatorPage(r, "Operator", v))
 }
 
 func (s *Server) opsJSON(w http.ResponseWriter, r *http.Request) {
@@ -530,5 +530,5 @@ func (s *Server) coveragePage(w http.ResponseWriter, r *http.Request) {
 		row.Name = fmt.Sprint(y)
 		v.Rows = append(v.Rows, row)
 	}
-	s.render(w, r, "coverage", s.page(r, "Coverage of "+ds.ID, v))
+	s.render(w, r, "coverage", s.operatorPage(r, "Coverage of "+ds.ID, v))
 }
