@@ -160,14 +160,14 @@ func (a *auth) authorized(r *http.Request) (bool, *session, error) {
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		client := a.client(r)
-		if err := a.allowLogin(client); err != nil {
+		if err := a.try(client); err != nil {
 			return false, nil, err
 		}
 		scheme, tok, ok := strings.Cut(h, " ")
 		if ok && strings.EqualFold(scheme, "Bearer") && a.tokenOK(strings.TrimSpace(tok)) {
+			a.succeeded(client)
 			return true, nil, nil
 		}
-		a.failure(client)
 		return false, nil, nil
 	}
 	s := a.session(r)
@@ -239,13 +239,39 @@ var errTooManyFailures = errors.New("too many wrong tokens from this address in 
 // failureWindow is how long a wrong token counts.
 const failureWindow = time.Minute
 
-// failure records a wrong token from client (a key from auth.client);
-// allowLogin says whether another try from it is taken now.
-func (a *auth) failure(client string) {
+// try takes one token from client (a key from auth.client) to check: errTooManyFailures past the
+// limit, else the try counts as a failure until succeeded takes it back.
+// Checking and counting under one lock, tokens sent at once cannot slip
+// past the limit between the two.
+func (a *auth) try(client string) error {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pruneLocked(now)
+	if a.failedLocked(client, now) >= LoginFailuresPerMinute {
+		return errTooManyFailures
+	}
+	a.recordLocked(client, now)
+	return nil
+}
+
+// succeeded takes back the failure try counted for a right token.
+func (a *auth) succeeded(client string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.failures[client]
+	if !ok {
+		return
+	}
+	rec := e.Value.(*failureRecord)
+	rec.at = rec.at[:len(rec.at)-1]
+	if len(rec.at) == 0 {
+		a.removeLocked(e)
+	}
+}
+
+// recordLocked counts a failure of client at now.
+func (a *auth) recordLocked(client string, now time.Time) {
 	if e, ok := a.failures[client]; ok {
 		rec := e.Value.(*failureRecord)
 		rec.at = append(rec.at, now)
@@ -279,14 +305,11 @@ func (a *auth) removeLocked(e *list.Element) {
 	a.order.Remove(e)
 }
 
-func (a *auth) allowLogin(client string) error {
-	now := a.now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.pruneLocked(now)
+// failedLocked is how many failures client has in the minute to now.
+func (a *auth) failedLocked(client string, now time.Time) int {
 	e, ok := a.failures[client]
 	if !ok {
-		return nil
+		return 0
 	}
 	cutoff := now.Add(-failureWindow)
 	n := 0
@@ -295,10 +318,7 @@ func (a *auth) allowLogin(client string) error {
 			n++
 		}
 	}
-	if n >= LoginFailuresPerMinute {
-		return errTooManyFailures
-	}
-	return nil
+	return n
 }
 
 // tracked is how many client addresses have failures counted.

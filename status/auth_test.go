@@ -88,7 +88,7 @@ func TestLoginFailuresBounded(t *testing.T) {
 	base := netip.MustParseAddr("10.0.0.0")
 	ip := base
 	for i := 0; i < 3*MaxLoginClients; i++ {
-		a.failure(ip.String())
+		_ = a.try(ip.String())
 		ip = ip.Next()
 		if i%1000 == 0 {
 			now = now.Add(time.Millisecond)
@@ -99,16 +99,16 @@ func TestLoginFailuresBounded(t *testing.T) {
 	}
 	// The newest sprayer is still counted; the oldest was evicted.
 	for i := 1; i < LoginFailuresPerMinute; i++ {
-		a.failure(ip.Prev().String())
+		_ = a.try(ip.Prev().String())
 	}
-	if err := a.allowLogin(ip.Prev().String()); err == nil {
+	if err := a.try(ip.Prev().String()); err == nil {
 		t.Error("the most recent client's failures were evicted")
 	}
-	if err := a.allowLogin(base.String()); err != nil {
+	if err := a.try(base.String()); err != nil {
 		t.Errorf("the oldest client is still counted: %v", err)
 	}
 	now = now.Add(time.Minute)
-	a.failure("192.0.2.1")
+	_ = a.try("192.0.2.1")
 	if n := a.tracked(); n != 1 {
 		t.Errorf("%d clients tracked a minute later, want 1 (old entries dropped)", n)
 	}
@@ -258,5 +258,64 @@ func TestSecureCookiesBehindProxy(t *testing.T) {
 		if k.Secure != c.secure {
 			t.Errorf("%s: session cookie Secure=%v, want %v", c.name, k.Secure, c.secure)
 		}
+	}
+}
+
+// TestBearerFailureLimitConcurrent: wrong tokens sent at once from one
+// address do not slip past the limit between the check and the count:
+// at most LoginFailuresPerMinute of them are tried, the rest get 429.
+func TestBearerFailureLimitConcurrent(t *testing.T) {
+	f := newFixture(t, nil)
+	const n = 8 * LoginFailuresPerMinute
+	codes := make(chan int, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			codes <- f.bearer(t, "wrong-token-wrong-token", "198.51.100.7:4000").code
+		}()
+	}
+	close(start)
+	tried := 0
+	for i := 0; i < n; i++ {
+		switch c := <-codes; c {
+		case http.StatusUnauthorized:
+			tried++
+		case http.StatusTooManyRequests:
+		default:
+			t.Errorf("a wrong token: %d", c)
+		}
+	}
+	if tried > LoginFailuresPerMinute {
+		t.Errorf("%d wrong tokens tried at once, want at most %d", tried, LoginFailuresPerMinute)
+	}
+}
+
+// TestTryCountsUntilSucceeded: a try counts as a failure from the moment
+// it is taken, so tries in flight at once are bounded too; a right token
+// takes its try back.
+func TestTryCountsUntilSucceeded(t *testing.T) {
+	a := newAuth(testToken, func() time.Time { return testNow }, nil)
+	taken := 0
+	for i := 0; i < 2*LoginFailuresPerMinute; i++ {
+		if a.try("192.0.2.1") == nil {
+			taken++
+		}
+	}
+	if taken != LoginFailuresPerMinute {
+		t.Errorf("%d tries taken at once, want %d", taken, LoginFailuresPerMinute)
+	}
+	a.succeeded("192.0.2.1")
+	if err := a.try("192.0.2.1"); err != nil {
+		t.Errorf("a try taken back is still counted: %v", err)
+	}
+	for i := 0; i < 3*LoginFailuresPerMinute; i++ {
+		if err := a.try("192.0.2.2"); err != nil {
+			t.Fatalf("right tokens counted as failures: refused after %d", i)
+		}
+		a.succeeded("192.0.2.2")
+	}
+	if n := a.tracked(); n != 1 {
+		t.Errorf("%d clients tracked, want 1", n)
 	}
 }

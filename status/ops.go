@@ -105,16 +105,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	client := s.auth.client(r)
-	if err := s.auth.allowLogin(client); err != nil {
+	if err := s.auth.try(client); err != nil {
 		w.Header().Set("Retry-After", retryAfter)
 		s.showLogin(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address in the last minute; wait a minute.")
 		return
 	}
 	if !s.auth.tokenOK(r.PostForm.Get(tokenField)) {
-		s.auth.failure(client)
 		s.showLogin(w, r, http.StatusUnauthorized, "That is not the operator token.")
 		return
 	}
+	s.auth.succeeded(client)
 	v, _ := s.auth.newSession()
 	s.auth.setCookie(w, r, sessionCookie, v, "/", int(SessionTTL/time.Second))
 	s.auth.setCookie(w, r, csrfCookie, "", "/ops", -1)
