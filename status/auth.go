@@ -1,6 +1,7 @@
 package status
 
 import (
+	"container/list"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -30,10 +32,15 @@ const (
 	SessionTTL = 12 * time.Hour
 	// MaxSessions bounds the sessions kept; the oldest goes first.
 	MaxSessions = 1000
-	// LoginFailuresPerMinute bounds wrong tokens tried a minute, over
-	// every client: past it the login form answers 429 until the minute
-	// passes.
+	// LoginFailuresPerMinute bounds the wrong tokens one client address
+	// may try a minute, through the login form and the Authorization
+	// header together: past it that address gets 429 from both until the
+	// minute passes, while other addresses are served.
 	LoginFailuresPerMinute = 10
+	// MaxLoginClients bounds the client addresses whose wrong tokens are
+	// counted: past it the address whose last failure is the oldest is
+	// forgotten, so addresses sprayed by an attacker cost bounded memory.
+	MaxLoginClients = 10000
 )
 
 const (
@@ -91,19 +98,28 @@ type session struct {
 	created time.Time
 }
 
-// auth holds the operator token and the login sessions.
+// auth holds the operator token, the login sessions and the wrong tokens
+// counted per client address.
 type auth struct {
-	token [32]byte // SHA-256 of the token: compared in constant time
-	set   bool
-	now   func() time.Time
+	token   [32]byte // SHA-256 of the token: compared in constant time
+	set     bool
+	now     func() time.Time
+	trusted []netip.Prefix // proxies whose forwarding headers are believed
 
 	mu       sync.Mutex
-	sessions map[string]session // by SHA-256 of the cookie value
-	failures []time.Time
+	sessions map[string]session       // by SHA-256 of the cookie value
+	failures map[string]*list.Element // by client key; values *failureRecord
+	order    *list.List               // the failureRecords, latest failure first
 }
 
-func newAuth(token string, now func() time.Time) *auth {
-	a := &auth{now: now, sessions: map[string]session{}}
+// failureRecord is one client address's recent wrong tokens.
+type failureRecord struct {
+	client string
+	at     []time.Time // the latest LoginFailuresPerMinute at most, oldest first
+}
+
+func newAuth(token string, now func() time.Time, trusted []netip.Prefix) *auth {
+	a := &auth{now: now, trusted: trusted, sessions: map[string]session{}, failures: map[string]*list.Element{}, order: list.New()}
 	if token != "" {
 		a.token, a.set = sha256.Sum256([]byte(token)), true
 	}
@@ -135,31 +151,50 @@ func sessionKey(v string) string {
 
 // authorized reports whether the request carries the operator token as a
 // bearer token or a live session cookie, and returns the session (for its
-// CSRF token) when by cookie.
-func (a *auth) authorized(r *http.Request) (bool, *session) {
+// CSRF token) when by cookie. A bearer token is throttled like the login
+// form: a wrong one counts against the client's address, and past the
+// limit even the right one is refused with errTooManyFailures.
+func (a *auth) authorized(r *http.Request) (bool, *session, error) {
 	if !a.set {
-		return false, nil
+		return false, nil, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
+		client := a.client(r)
+		if err := a.try(client); err != nil {
+			return false, nil, err
+		}
 		scheme, tok, ok := strings.Cut(h, " ")
-		return ok && strings.EqualFold(scheme, "Bearer") && a.tokenOK(strings.TrimSpace(tok)), nil
+		if ok && strings.EqualFold(scheme, "Bearer") && a.tokenOK(strings.TrimSpace(tok)) {
+			a.succeeded(client)
+			return true, nil, nil
+		}
+		return false, nil, nil
+	}
+	s := a.session(r)
+	return s != nil, s, nil
+}
+
+// session returns the live session the request's cookie names, or nil.
+func (a *auth) session(r *http.Request) *session {
+	if !a.set {
+		return nil
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
-		return false, nil
+		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := sessionKey(c.Value)
 	s, ok := a.sessions[k]
 	if !ok {
-		return false, nil
+		return nil
 	}
 	if !a.now().Before(s.expires) {
 		delete(a.sessions, k)
-		return false, nil
+		return nil
 	}
-	return true, &s
+	return &s
 }
 
 // newSession records a session and returns its cookie value.
@@ -199,40 +234,225 @@ func (a *auth) endSession(r *http.Request) {
 }
 
 // errTooManyFailures is a login refused by the failure limit.
-var errTooManyFailures = errors.New("too many wrong tokens in the last minute")
+var errTooManyFailures = errors.New("too many wrong tokens from this address in the last minute")
 
-// failure records a wrong token; allowLogin says whether another try is
-// taken now.
-func (a *auth) failure() {
-	a.mu.Lock()
-	a.failures = append(a.failures, a.now())
-	a.mu.Unlock()
-}
+// failureWindow is how long a wrong token counts.
+const failureWindow = time.Minute
 
-func (a *auth) allowLogin() error {
+// try takes one token from client (a key from auth.client) to check: errTooManyFailures past the
+// limit, else the try counts as a failure until succeeded takes it back.
+// Checking and counting under one lock, tokens sent at once cannot slip
+// past the limit between the two.
+func (a *auth) try(client string) error {
+	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	cutoff := a.now().Add(-time.Minute)
-	keep := a.failures[:0]
-	for _, t := range a.failures {
-		if t.After(cutoff) {
-			keep = append(keep, t)
-		}
-	}
-	a.failures = keep
-	if len(a.failures) >= LoginFailuresPerMinute {
+	a.pruneLocked(now)
+	if a.failedLocked(client, now) >= LoginFailuresPerMinute {
 		return errTooManyFailures
 	}
+	a.recordLocked(client, now)
 	return nil
 }
 
-// secureRequest reports whether the request came over TLS: cookies are
-// then marked Secure.
-func secureRequest(r *http.Request) bool { return r.TLS != nil }
+// succeeded takes back the failure try counted for a right token.
+func (a *auth) succeeded(client string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.failures[client]
+	if !ok {
+		return
+	}
+	rec := e.Value.(*failureRecord)
+	rec.at = rec.at[:len(rec.at)-1]
+	if len(rec.at) == 0 {
+		a.removeLocked(e)
+	}
+}
 
-func setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
+// recordLocked counts a failure of client at now.
+func (a *auth) recordLocked(client string, now time.Time) {
+	if e, ok := a.failures[client]; ok {
+		rec := e.Value.(*failureRecord)
+		rec.at = append(rec.at, now)
+		if n := len(rec.at); n > LoginFailuresPerMinute {
+			rec.at = append(rec.at[:0], rec.at[n-LoginFailuresPerMinute:]...)
+		}
+		a.order.MoveToFront(e)
+		return
+	}
+	for a.order.Len() >= MaxLoginClients {
+		a.removeLocked(a.order.Back())
+	}
+	a.failures[client] = a.order.PushFront(&failureRecord{client: client, at: []time.Time{now}})
+}
+
+// pruneLocked forgets the clients whose latest failure is a minute old
+// (the list holds them latest first, so they are at its back).
+func (a *auth) pruneLocked(now time.Time) {
+	cutoff := now.Add(-failureWindow)
+	for e := a.order.Back(); e != nil; e = a.order.Back() {
+		rec := e.Value.(*failureRecord)
+		if rec.at[len(rec.at)-1].After(cutoff) {
+			return
+		}
+		a.removeLocked(e)
+	}
+}
+
+func (a *auth) removeLocked(e *list.Element) {
+	delete(a.failures, e.Value.(*failureRecord).client)
+	a.order.Remove(e)
+}
+
+// failedLocked is how many failures client has in the minute to now.
+func (a *auth) failedLocked(client string, now time.Time) int {
+	e, ok := a.failures[client]
+	if !ok {
+		return 0
+	}
+	cutoff := now.Add(-failureWindow)
+	n := 0
+	for _, t := range e.Value.(*failureRecord).at {
+		if t.After(cutoff) {
+			n++
+		}
+	}
+	return n
+}
+
+// tracked is how many client addresses have failures counted.
+func (a *auth) tracked() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.failures)
+}
+
+// ParseTrustedProxies parses the reverse proxies the operator trusts: a
+// comma-separated list of CIDR prefixes or single addresses. "" is none.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(part)
+		if err != nil || ip.Zone() != "" {
+			return nil, fmt.Errorf("trusted proxy %q is neither an address nor a CIDR prefix such as 10.0.0.0/8", part)
+		}
+		ip = ip.Unmap()
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return out, nil
+}
+
+// trustedAddr reports whether ip is a proxy the operator declared.
+func (a *auth) trustedAddr(ip netip.Addr) bool {
+	for _, p := range a.trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseIP reads an address as a peer or a forwarding header gives it,
+// with or without a port.
+func parseIP(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().WithZone("").Unmap(), true
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return ip.WithZone("").Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// peer returns the connection's address and whether it is a trusted proxy.
+func (a *auth) peer(r *http.Request) (netip.Addr, bool) {
+	ip, ok := parseIP(r.RemoteAddr)
+	return ip, ok && a.trustedAddr(ip)
+}
+
+// forwarded returns the client a trusted proxy names: in
+// X-Forwarded-For, the address left of the last trusted proxy (read right
+// to left, skipping trusted proxies; when every hop is trusted, the
+// leftmost), else X-Real-IP.
+func (a *auth) forwarded(r *http.Request) (netip.Addr, bool) {
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	var last netip.Addr
+	found := false
+	for i := len(hops) - 1; i >= 0; i-- {
+		ip, ok := parseIP(hops[i])
+		if !ok {
+			break // what a trusted hop would not write: stop at the hops read so far
+		}
+		last, found = ip, true
+		if !a.trustedAddr(ip) {
+			return ip, true
+		}
+	}
+	if found {
+		return last, true
+	}
+	return parseIP(r.Header.Get("X-Real-IP"))
+}
+
+// client names the request's client for counting wrong tokens: the
+// connection's address or, from a trusted proxy, the client it forwards
+// for. IPv6 clients count by their /64 (one host commonly holds a whole
+// /64); a peer that is not an address counts as itself.
+func (a *auth) client(r *http.Request) string {
+	ip, trusted := a.peer(r)
+	if !ip.IsValid() {
+		if len(r.RemoteAddr) > 64 {
+			return r.RemoteAddr[:64]
+		}
+		return r.RemoteAddr
+	}
+	if trusted {
+		if fwd, ok := a.forwarded(r); ok {
+			ip = fwd
+		}
+	}
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
+}
+
+// secure reports whether the browser's request came over TLS: to this
+// server, or to a trusted proxy that says so in X-Forwarded-Proto (its
+// last value: the one the proxy nearest to us set or appended). Cookies
+// are then marked Secure and HSTS is sent; from any other peer the header
+// is ignored.
+func (a *auth) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if _, trusted := a.peer(r); !trusted {
+		return false
+	}
+	vals := r.Header.Values("X-Forwarded-Proto")
+	if len(vals) == 0 {
+		return false
+	}
+	last := vals[len(vals)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	return strings.EqualFold(strings.TrimSpace(last), "https")
+}
+
+func (a *auth) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, Secure: secureRequest(r), SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteStrictMode})
 }
 
 // sameOrigin rejects a state-changing request another site made: a

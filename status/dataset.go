@@ -265,5 +265,5 @@ func (s *Server) datasetPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	s.render(w, r, "dataset", s.page(r, v.Row.Name, v))
+	s.render(w, r, "dataset", s.page(v.Row.Name, v))
 }

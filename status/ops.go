@@ -29,8 +29,14 @@ func (s *Server) operator(next http.HandlerFunc) http.HandlerFunc {
 			s.errorPage(w, r, http.StatusNotFound, "The operator page is off: start the server with "+EnvOperatorToken+" or "+EnvOperatorTokenFile+".")
 			return
 		}
-		if ok, _ := s.auth.authorized(r); ok {
+		ok, _, err := s.auth.authorized(r)
+		if ok {
 			next(w, r)
+			return
+		}
+		if err != nil {
+			w.Header().Set("Retry-After", retryAfter)
+			s.errorPage(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address in the last minute; wait a minute.")
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice operator"`)
@@ -41,6 +47,10 @@ func (s *Server) operator(next http.HandlerFunc) http.HandlerFunc {
 		s.errorPage(w, r, http.StatusUnauthorized, "The operator page needs the operator token.")
 	}
 }
+
+// retryAfter is the Retry-After of a login refused by the failure limit,
+// in seconds: the window a wrong token counts in.
+const retryAfter = "60"
 
 type loginView struct {
 	CSRF  string
@@ -53,7 +63,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "The operator page is off: start the server with "+EnvOperatorToken+" or "+EnvOperatorTokenFile+".")
 		return
 	}
-	if ok, _ := s.auth.authorized(r); ok {
+	if ok, _, _ := s.auth.authorized(r); ok {
 		http.Redirect(w, r, "/ops", http.StatusSeeOther)
 		return
 	}
@@ -64,8 +74,8 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 // cookie: the POST must carry both (double submit).
 func (s *Server) showLogin(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	csrf := randomToken()
-	setCookie(w, r, csrfCookie, csrf, "/ops", 600)
-	s.renderStatus(w, r, code, "login", s.page(r, "Operator login", loginView{CSRF: csrf, Error: msg}))
+	s.auth.setCookie(w, r, csrfCookie, csrf, "/ops", 600)
+	s.renderStatus(w, r, code, "login", s.page("Operator login", loginView{CSRF: csrf, Error: msg}))
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -94,18 +104,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.showLogin(w, r, http.StatusForbidden, "The form expired; enter the token again.")
 		return
 	}
-	if err := s.auth.allowLogin(); err != nil {
-		s.showLogin(w, r, http.StatusTooManyRequests, "Too many wrong tokens in the last minute; wait a minute.")
+	client := s.auth.client(r)
+	if err := s.auth.try(client); err != nil {
+		w.Header().Set("Retry-After", retryAfter)
+		s.showLogin(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address in the last minute; wait a minute.")
 		return
 	}
 	if !s.auth.tokenOK(r.PostForm.Get(tokenField)) {
-		s.auth.failure()
 		s.showLogin(w, r, http.StatusUnauthorized, "That is not the operator token.")
 		return
 	}
+	s.auth.succeeded(client)
 	v, _ := s.auth.newSession()
-	setCookie(w, r, sessionCookie, v, "/", int(SessionTTL/time.Second))
-	setCookie(w, r, csrfCookie, "", "/ops", -1)
+	s.auth.setCookie(w, r, sessionCookie, v, "/", int(SessionTTL/time.Second))
+	s.auth.setCookie(w, r, csrfCookie, "", "/ops", -1)
 	http.Redirect(w, r, "/ops", http.StatusSeeOther)
 }
 
@@ -120,13 +132,13 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	ok, sess := s.auth.authorized(r)
-	if !ok || sess == nil || !csrfOK(r.PostForm.Get(csrfField), sess.csrf) {
+	sess := s.auth.session(r)
+	if sess == nil || !csrfOK(r.PostForm.Get(csrfField), sess.csrf) {
 		s.errorPage(w, r, http.StatusForbidden, "Logout refused: no session, or the form is not this session's.")
 		return
 	}
 	s.auth.endSession(r)
-	setCookie(w, r, sessionCookie, "", "/", -1)
+	s.auth.setCookie(w, r, sessionCookie, "", "/", -1)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -302,7 +314,7 @@ func (s *Server) opsPage(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	s.render(w, r, "ops", s.page(r, "Operator", v))
+	s.render(w, r, "ops", s.operatorPage(r, "Operator", v))
 }
 
 func (s *Server) opsJSON(w http.ResponseWriter, r *http.Request) {
@@ -518,5 +530,5 @@ func (s *Server) coveragePage(w http.ResponseWriter, r *http.Request) {
 		row.Name = fmt.Sprint(y)
 		v.Rows = append(v.Rows, row)
 	}
-	s.render(w, r, "coverage", s.page(r, "Coverage of "+ds.ID, v))
+	s.render(w, r, "coverage", s.operatorPage(r, "Coverage of "+ds.ID, v))
 }

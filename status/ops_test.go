@@ -158,7 +158,17 @@ func between(t *testing.T, s, start, end string) string {
 // login runs the login form and returns the session cookie.
 func login(t *testing.T, f *fixture, token string) (*http.Cookie, response) {
 	t.Helper()
-	form := f.get(t, "/ops/login")
+	return loginFrom(t, f, token)
+}
+
+// loginFrom runs the login form with mods applied to both requests.
+func loginFrom(t *testing.T, f *fixture, token string, mods ...func(*http.Request)) (*http.Cookie, response) {
+	t.Helper()
+	greq := httptest.NewRequest(http.MethodGet, "/ops/login", nil)
+	for _, m := range mods {
+		m(greq)
+	}
+	form := f.do(t, greq)
 	var csrf *http.Cookie
 	for _, c := range (&http.Response{Header: form.header}).Cookies() {
 		if c.Name == csrfCookie {
@@ -175,6 +185,9 @@ func login(t *testing.T, f *fixture, token string) (*http.Cookie, response) {
 	req := httptest.NewRequest("POST", "/ops/login", strings.NewReader(url.Values{"csrf": {m[1]}, "token": {token}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.AddCookie(csrf)
+	for _, m := range mods {
+		m(req)
+	}
 	r := f.do(t, req)
 	for _, c := range (&http.Response{Header: r.header}).Cookies() {
 		if c.Name == sessionCookie && c.Value != "" {
@@ -298,13 +311,13 @@ func TestSessionExpires(t *testing.T) {
 
 // TestTokenCompare: the comparison accepts exactly the token.
 func TestTokenCompare(t *testing.T) {
-	a := newAuth(testToken, time.Now)
+	a := newAuth(testToken, time.Now, nil)
 	for tok, want := range map[string]bool{testToken: true, testToken + " ": false, "": false, testToken[:10]: false, strings.ToUpper(testToken): false} {
 		if got := a.tokenOK(tok); got != want {
 			t.Errorf("tokenOK(%q) = %v", tok, got)
 		}
 	}
-	if newAuth("", time.Now).tokenOK("") {
+	if newAuth("", time.Now, nil).tokenOK("") {
 		t.Error("an empty token is accepted when none is set")
 	}
 }

@@ -338,7 +338,7 @@ func (s *Server) summaryPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	s.render(w, r, "summary", s.page(r, "Status", v))
+	s.render(w, r, "summary", s.page("Status", v))
 }
 
 // hangul matches text that holds Korean letters.

@@ -3,6 +3,7 @@ package status
 import (
 	"encoding/json"
 	"html"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -172,5 +173,40 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	if r := f.get(t, "/api/v1/datasets/nope.json"); r.code != 404 || !strings.Contains(r.body, `"error"`) {
 		t.Errorf("unknown dataset: %d %s", r.code, r.body)
+	}
+}
+
+// TestPublicPagesCarryNoSession: a public page fetched with an operator's
+// session cookie is the page anyone gets: no CSRF token, no logout form,
+// so a shared cache cannot hand one operator's token to others. The
+// operator page still carries the logout form with the session's token.
+func TestPublicPagesCarryNoSession(t *testing.T) {
+	f := newFixture(t, nil)
+	c, _ := login(t, f, testToken)
+	if c == nil {
+		t.Fatal("login failed")
+	}
+	ops := httptest.NewRequest("GET", "/ops", nil)
+	ops.AddCookie(c)
+	r := f.do(t, ops)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(r.body)
+	if r.code != 200 || m == nil || !strings.Contains(r.body, `action="/ops/logout"`) {
+		t.Fatalf("/ops with the session: %d, logout form %v", r.code, m != nil)
+	}
+	token := m[1]
+	for _, path := range []string{"/", "/datasets/fred-dgs10", "/datasets/no-such-dataset"} {
+		anon := f.get(t, path)
+		req := httptest.NewRequest("GET", path, nil)
+		req.AddCookie(c)
+		r := f.do(t, req)
+		if r.code != anon.code {
+			t.Errorf("%s: %d with the session, %d without", path, r.code, anon.code)
+		}
+		if strings.Contains(r.body, token) || strings.Contains(r.body, `name="csrf"`) || strings.Contains(r.body, "/ops/logout") {
+			t.Errorf("%s with an operator's session cookie carries the session's CSRF token or logout form", path)
+		}
+		if r.body != anon.body {
+			t.Errorf("%s differs with an operator's session cookie", path)
+		}
 	}
 }

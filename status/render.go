@@ -22,9 +22,18 @@ type pageData struct {
 	View     any
 }
 
-func (s *Server) page(r *http.Request, title string, view any) pageData {
-	p := pageData{Title: title, Site: s.title, Now: s.now(), View: view, OpsOn: s.auth.set}
-	if ok, sess := s.auth.authorized(r); ok && sess != nil {
+// page is a public page's data: the same for everyone, whatever cookie
+// comes with the request, so that a cache may share it. It never holds a
+// session's CSRF token.
+func (s *Server) page(title string, view any) pageData {
+	return pageData{Title: title, Site: s.title, Now: s.now(), View: view, OpsOn: s.auth.set}
+}
+
+// operatorPage is an operator page's data: with a session cookie, the
+// logout form and its CSRF token. Only for answers marked no-store.
+func (s *Server) operatorPage(r *http.Request, title string, view any) pageData {
+	p := s.page(title, view)
+	if sess := s.auth.session(r); sess != nil {
 		p.Operator, p.CSRF = true, sess.csrf
 	}
 	return p
@@ -139,7 +148,11 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, code int, mes
 		writeJSON(w, code, map[string]any{"error": map[string]any{"code": code, "message": message}})
 		return
 	}
-	s.renderStatus(w, r, code, "error", s.page(r, http.StatusText(code), errorView{Code: code, Message: message}))
+	p := s.page(http.StatusText(code), errorView{Code: code, Message: message})
+	if strings.HasPrefix(r.URL.Path, "/ops/") || r.URL.Path == "/ops" {
+		p = s.operatorPage(r, p.Title, p.View)
+	}
+	s.renderStatus(w, r, code, "error", p)
 }
 
 // internal logs err and answers 503 with nothing of it.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,13 @@ type Config struct {
 	// OperatorToken guards /ops; empty: the operator page is off (and
 	// Serve refuses a non-loopback address).
 	OperatorToken string
+	// TrustedProxies are the reverse proxies in front of the server, as
+	// the prefixes a connection's address must fall in: from them, and
+	// only from them, X-Forwarded-For and X-Real-IP name the client whose
+	// wrong tokens are counted, and X-Forwarded-Proto: https marks the
+	// cookies Secure (and sends HSTS). Empty: none, the headers are
+	// ignored (ParseTrustedProxies reads the flag's form).
+	TrustedProxies []netip.Prefix
 	// Location is where the uptime bars' days begin; nil: UTC.
 	Location *time.Location
 	// Now is the clock; nil: time.Now.
@@ -109,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.LakeRefresh <= 0 {
 		s.cfg.LakeRefresh = time.Minute
 	}
-	s.auth = newAuth(cfg.OperatorToken, s.now)
+	s.auth = newAuth(cfg.OperatorToken, s.now, cfg.TrustedProxies)
 	var err error
 	if s.tmpl, err = parseTemplates(); err != nil {
 		return nil, fmt.Errorf("creating the status server: %w", err)
@@ -156,7 +164,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if r.TLS != nil {
+		if s.auth.secure(r) {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
 		if len(r.URL.RawQuery) > maxQueryBytes {

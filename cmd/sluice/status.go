@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ type statusFlags struct {
 	addr     string
 	db       watchDBFlag // bound by sluice status; sluice dev shares its own
 	timezone string
+	proxies  []netip.Prefix // --status-trusted-proxy
 }
 
 // bind registers the flags; the address flag is named addrFlag (--addr
@@ -44,7 +46,41 @@ type statusFlags struct {
 func (f *statusFlags) bind(fs *pflag.FlagSet, addrFlag, addrUsage string) {
 	stringFlag(fs, &f.addr, addrFlag, "SLUICE_STATUS_ADDR", DefaultStatusAddr, addrUsage)
 	stringFlag(fs, &f.timezone, "status-timezone", "SLUICE_STATUS_TIMEZONE", "UTC", "IANA timezone the uptime bars' days begin in")
+	valueFlag(fs, trustedProxyValue{&f.proxies}, "status-trusted-proxy", "SLUICE_STATUS_TRUSTED_PROXY",
+		"reverse proxies in front of the status pages, CIDR[,CIDR] (addresses too): only from them are X-Forwarded-For, X-Real-IP and X-Forwarded-Proto believed (empty: none)",
+		"a comma-separated list of CIDR prefixes or addresses")
 }
+
+// trustedProxyValue is the pflag.Value of --status-trusted-proxy: a
+// comma-separated list of CIDR prefixes or addresses
+// (status.ParseTrustedProxies).
+type trustedProxyValue struct{ p *[]netip.Prefix }
+
+// String renders the list.
+func (v trustedProxyValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	parts := make([]string, len(*v.p))
+	for i, p := range *v.p {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// Set parses the list, replacing any before it (the flag beats the
+// variable).
+func (v trustedProxyValue) Set(s string) error {
+	ps, err := status.ParseTrustedProxies(s)
+	if err != nil {
+		return err
+	}
+	*v.p = ps
+	return nil
+}
+
+// Type names the flag's value in help.
+func (trustedProxyValue) Type() string { return "CIDRs" }
 
 // operatorToken reads SLUICE_OPERATOR_TOKEN (or the file
 // SLUICE_OPERATOR_TOKEN_FILE names); "" when neither is set.
@@ -133,7 +169,7 @@ func startStatus(ctx context.Context, f statusFlags, d statusDeps) (*statusServe
 		return nil, err
 	}
 	cfg := status.Config{Registry: d.reg, Store: st, Lake: d.lake, LakeDescription: d.lakeName, Limiter: d.limiter,
-		OperatorToken: d.token, Location: loc, Logger: d.log}
+		OperatorToken: d.token, TrustedProxies: f.proxies, Location: loc, Logger: d.log}
 	if d.lake != nil {
 		cfg.Manifests = status.LakeManifests{Lake: d.lake}
 	}
@@ -174,7 +210,11 @@ page per dataset with its Changes and terms of use, a JSON API
 /ops needs the operator token: SLUICE_OPERATOR_TOKEN, or a file named by
 SLUICE_OPERATOR_TOKEN_FILE (at least 16 bytes), sent as
 "Authorization: Bearer TOKEN" or through the login form. Without a token the
-operator page is off, and the server refuses any address but loopback.`,
+operator page is off, and the server refuses any address but loopback.
+
+Behind a reverse proxy, name it with --status-trusted-proxy CIDR[,CIDR]: only
+from it are X-Forwarded-For / X-Real-IP (the client whose wrong tokens are
+counted) and X-Forwarded-Proto: https (Secure cookies) believed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
