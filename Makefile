@@ -21,7 +21,7 @@ VERSITYGW_VERSION := v1.8.0
 # longer timeout.
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run test pg-check chromium lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
+.PHONY: all build run docs test pg-check chromium lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
 
 all: build
 
@@ -34,6 +34,12 @@ build:
 RUN_ARGS ?=
 run: build
 	$(BIN)/sluice dev $(RUN_ARGS)
+
+## docs: regenerate the command reference in docs/cli from the command
+## tree (TestDocsCLIIsCurrent fails when it is stale).
+docs:
+	rm -f docs/cli/*.md
+	$(GO) run ./cmd/sluice gen-docs docs/cli
 
 ## test: lint, then every test with -race.
 test: tools lint pg-check chromium
