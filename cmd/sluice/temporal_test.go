@@ -343,9 +343,10 @@ func TestEveryCommandConnectsThroughTheBinder(t *testing.T) {
 	}
 }
 
-// TestReadmeListsEveryBinderUser: the README's TLS section names every
-// command that binds temporalFlags (has --temporal), and no other.
-func TestReadmeListsEveryBinderUser(t *testing.T) {
+// TestDocsListEveryBinderUser: the TLS section of docs/production.md (the
+// README links to it) names every command that binds temporalFlags (has
+// --temporal), and no other.
+func TestDocsListEveryBinderUser(t *testing.T) {
 	clearTemporalEnv(t)
 	want := map[string]bool{}
 	var visit func(c *cobra.Command)
@@ -358,18 +359,18 @@ func TestReadmeListsEveryBinderUser(t *testing.T) {
 		}
 	}
 	visit(newRootCmd())
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "production.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const heading = "### Connecting to Temporal: TLS, mutual TLS, Temporal Cloud"
+	const heading = "## Connecting to Temporal: TLS, mutual TLS, Temporal Cloud"
 	_, section, ok := strings.Cut(string(readme), heading)
 	if !ok {
-		t.Fatalf("README.md has no section %q", heading)
+		t.Fatalf("docs/production.md has no section %q", heading)
 	}
 	intro, _, ok := strings.Cut(section, "takes the same flags")
 	if !ok {
-		t.Fatalf("README.md's section %q does not say which commands take the flags", heading)
+		t.Fatalf("docs/production.md's section %q does not say which commands take the flags", heading)
 	}
 	got := map[string]bool{}
 	for _, m := range regexp.MustCompile("`([a-z][a-z -]*)`").FindAllStringSubmatch(intro, -1) {
@@ -378,12 +379,12 @@ func TestReadmeListsEveryBinderUser(t *testing.T) {
 	}
 	for c := range want {
 		if !got[c] {
-			t.Errorf("README.md's TLS section does not list `%s`, which connects to Temporal", c)
+			t.Errorf("docs/production.md's TLS section does not list `%s`, which connects to Temporal", c)
 		}
 	}
 	for c := range got {
 		if !want[c] {
-			t.Errorf("README.md's TLS section lists `%s`, which has no --temporal flag", c)
+			t.Errorf("docs/production.md's TLS section lists `%s`, which has no --temporal flag", c)
 		}
 	}
 	if len(want) < 3 {
