@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -463,38 +462,14 @@ var callsRe = regexp.MustCompile(`^sluice_provider_calls_total\{([^}]*)\} (\S+)$
 var scopeLabelRe = regexp.MustCompile(`scope="([^"]*)"`)
 
 // scrapeCalls reads a worker's /metrics: the provider calls it sent, by
-// scope instance.
+// scope instance, whatever their outcome.
 func (c *cluster) scrapeCalls(w *workerProc) map[string]int64 {
 	c.t.Helper()
-	b, err := os.ReadFile(w.log)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	m := metricsAddrRe.FindSubmatch(b)
-	if m == nil {
-		c.t.Fatalf("%s logged no metrics address", w.name)
-	}
-	resp, err := http.Get("http://" + string(m[1]) + "/metrics")
-	if err != nil {
-		c.t.Fatalf("scraping %s: %v", w.name, err)
-	}
-	defer resp.Body.Close()
 	out := map[string]int64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		s := callsRe.FindStringSubmatch(sc.Text())
-		if s == nil {
-			continue
+	for scope, byOutcome := range c.scrapeOutcomes(w) {
+		for _, n := range byOutcome {
+			out[scope] += n
 		}
-		scope := scopeLabelRe.FindStringSubmatch(s[1])
-		v, err := strconv.ParseFloat(s[2], 64)
-		if scope == nil || err != nil {
-			c.t.Fatalf("%s: unreadable sample %q", w.name, sc.Text())
-		}
-		out[scope[1]] += int64(v)
-	}
-	if err := sc.Err(); err != nil {
-		c.t.Fatalf("scraping %s: %v", w.name, err)
 	}
 	return out
 }
