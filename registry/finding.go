@@ -16,6 +16,9 @@ const (
 	FindingNoTerms   = "no-terms"  // no terms_source, or terms declared unknown
 	FindingTimezone  = "timezone"  // no timezone declared; UTC assumed
 	FindingFuture    = "future"    // a verified_at date after today
+	// FindingFreshness: a provider declares no freshness rule for a cycle
+	// its probed datasets use; DefaultFreshness applies.
+	FindingFreshness = "freshness"
 )
 
 // Finding is one item that needs checking by a person.
@@ -78,6 +81,7 @@ func (l *loader) collectFindings() {
 			stale(subject, rl.Source)
 		}
 	}
+	l.freshnessFindings(add)
 	for _, ds := range l.reg.Datasets {
 		if !ds.Request.present {
 			add(FindingUnknown, ds.ID, ds.Pos, "no request declared: the dataset can be neither probed nor ingested")

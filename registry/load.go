@@ -238,6 +238,8 @@ func (l *loader) provider(d *decoder, n *yaml.Node, path string) *Provider {
 		{"terms", func(n *yaml.Node, p string) { pr.Terms = d.terms(n, p) }},
 		{"terms_source", func(n *yaml.Node, p string) { pr.TermsSource = d.source(n, p) }},
 		{"bounds", func(n *yaml.Node, p string) { pr.boundsDecl = d.bounds(n, p) }},
+		{"freshness", func(n *yaml.Node, p string) { pr.Freshness = d.freshness(n, p) }},
+		{"notice", func(n *yaml.Node, p string) { pr.Notice = d.notice(n, p) }},
 	})
 	if present == nil {
 		return nil

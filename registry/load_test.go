@@ -116,7 +116,7 @@ func TestLoadProblems(t *testing.T) {
 		{
 			name:      "unknown provider field",
 			providers: replace("    timezone: Asia/Seoul\n    auth: service_key", "    timezone: Asia/Seoul\n    colour: blue\n    auth: service_key"),
-			want:      []string{`registry/providers.yaml:10: providers[0].colour: unknown field "colour" (allowed: id, name, base_url, timezone, connector, auth, rate_limits, terms, terms_source, bounds)`},
+			want:      []string{`registry/providers.yaml:10: providers[0].colour: unknown field "colour" (allowed: id, name, base_url, timezone, connector, auth, rate_limits, terms, terms_source, bounds, freshness, notice)`},
 		},
 		{
 			name:      "wrong type for a count",

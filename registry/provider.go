@@ -67,6 +67,14 @@ type Provider struct {
 	// Bounds cap its answers and objects: the provider's bounds block
 	// over DefaultBounds, every field set.
 	Bounds Bounds
+	// Freshness are its publication facts, one rule a cycle unit
+	// (providers[].freshness): when a probed dataset's newest period is
+	// late. Every cycle unit its probed datasets use must have one.
+	Freshness []Freshness
+	// Notice is the fixed notice its terms of use ask an application to
+	// show on every page carrying its data (FRED's not-endorsed
+	// sentence); nil when it asks none.
+	Notice *Notice
 
 	// TimezoneDefaulted is true when no timezone was declared and UTC was
 	// assumed; validate reports it as needing checking.

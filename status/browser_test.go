@@ -303,7 +303,7 @@ func TestBrowser(t *testing.T) {
 	if s := eval(`Array.from(document.querySelectorAll("tr.change-state")).map(r => r.innerText).join("\n")`); !strings.Contains(s, "up → down") {
 		t.Errorf("%s's Changes do not show up → down:\n%s", down, s)
 	}
-	if s := eval(`document.querySelector(".notice-fred").innerText`); !strings.Contains(s, FREDNotice) {
+	if s := eval(`document.querySelector(".notice-fred").innerText`); !strings.Contains(s, rr.reg.Provider("fred").Notice.Text) {
 		t.Errorf("FRED notice: %q", s)
 	}
 	shot("dataset-down", "")

@@ -78,15 +78,10 @@ func KOGLType(t string) string {
 	return ""
 }
 
-// FREDNotice is the sentence FRED's terms of use ask an application to
-// show.
-const FREDNotice = "This product uses the FRED® API but is not endorsed or certified by the Federal Reserve Bank of St. Louis."
-
-// FREDTermsURL is FRED's API terms of use.
-const FREDTermsURL = "https://fred.stlouisfed.org/docs/api/terms_of_use.html"
-
 // Notices returns the fixed notices a dataset's licence asks for: the
-// KOGL type's source sentence and link, FRED's not-endorsed notice.
+// KOGL type's source sentence and link, and its provider's own notice
+// (registry.Provider.Notice: FRED's not-endorsed sentence), of kind the
+// provider's id.
 func Notices(reg *registry.Registry, ds *registry.Dataset) []Notice {
 	var out []Notice
 	p := reg.Provider(ds.Provider)
@@ -108,8 +103,8 @@ func Notices(reg *registry.Registry, ds *registry.Dataset) []Notice {
 			Link:     fmt.Sprintf("https://www.kogl.or.kr/info/licenseType%s.do", n),
 			Source:   source})
 	}
-	if ds.Provider == "fred" || (p != nil && p.Connector == "fred") {
-		out = append(out, Notice{Kind: "fred", Lang: "en", Text: FREDNotice, LinkText: "FRED® API terms of use", Link: FREDTermsURL})
+	if p != nil && p.Notice != nil {
+		out = append(out, Notice{Kind: p.ID, Lang: p.Notice.Lang, Text: p.Notice.Text, LinkText: p.Notice.LinkText, Link: p.Notice.Link})
 	}
 	return out
 }

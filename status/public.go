@@ -170,8 +170,10 @@ type summaryView struct {
 	Location    string
 	LakeScanned time.Time
 	LakeOn      bool
-	HasFRED     bool
-	Windows     []string
+	// Notices are the notices of the providers listed (registry
+	// Provider.Notice), in registry order.
+	Notices []*registry.Notice
+	Windows []string
 }
 
 // publicReason says why a dataset is in its state from the state's
@@ -270,8 +272,8 @@ func (s *Server) summary(ctx context.Context) (summaryView, error) {
 		if len(pv.Datasets) == 0 {
 			continue
 		}
-		if p.ID == "fred" || p.Connector == "fred" {
-			v.HasFRED = true
+		if p.Notice != nil {
+			v.Notices = append(v.Notices, p.Notice)
 		}
 		v.Providers = append(v.Providers, pv)
 	}

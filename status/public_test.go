@@ -110,9 +110,21 @@ func TestDatasetPageTerms(t *testing.T) {
 	if !strings.Contains(r.body, `id="term-commercial_use"`) {
 		t.Error("no commercial use row")
 	}
+	// FRED's notice is its registry entry's (providers[].notice): on its
+	// dataset pages and once on the summary, on no other provider's page.
+	notice := f.reg.Provider("fred").Notice
+	if notice == nil || !strings.Contains(notice.Text, "not endorsed") {
+		t.Fatalf("the default registry's FRED notice: %+v", notice)
+	}
 	fr := f.get(t, "/datasets/fred-dgs10")
-	if !strings.Contains(fr.body, html.EscapeString(FREDNotice)) {
+	if !strings.Contains(fr.body, html.EscapeString(notice.Text)) || !strings.Contains(fr.body, `class="notice notice-fred" lang="en"`) {
 		t.Error("FRED's page lacks the not-endorsed notice")
+	}
+	if strings.Contains(r.body, html.EscapeString(notice.Text)) {
+		t.Error("ECOS's page carries FRED's notice")
+	}
+	if sum := f.get(t, "/"); strings.Count(sum.body, html.EscapeString(notice.Text)) != 1 {
+		t.Errorf("the summary shows FRED's notice %d times", strings.Count(sum.body, html.EscapeString(notice.Text)))
 	}
 	if strings.Contains(fr.body, "공공누리") {
 		t.Error("FRED's page carries a KOGL notice")

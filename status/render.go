@@ -103,7 +103,6 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"join":       strings.Join,
 		"barSummary": barSummary,
 		"uptimeRule": func() string { return UptimeRule },
-		"fredNotice": func() string { return FREDNotice },
 		"inc":        func(i int) int { return i + 1 },
 	}
 	out := map[string]*template.Template{}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Freshness says when a dataset's newest period is late: a period is due
@@ -73,99 +74,47 @@ func (f Freshness) Late(newest Period, now time.Time) (bool, Period) {
 	return newest.Before(oldest), oldest
 }
 
-// LagRule is one declared publication-lag default: for a provider (""
-// for any) and cycle, the Freshness fields.
-type LagRule struct {
-	Provider  string
-	Cycle     Cycle
-	Lag       time.Duration
-	Weekdays  bool
-	Tolerance int
-	Note      string // where the numbers come from
+// cycleOfUnit maps a wire cycle unit onto the watch's cycles; the week
+// has none (lateness of weekly series is not judged).
+var cycleOfUnit = map[wire.Unit]Cycle{
+	wire.Day:       Daily,
+	wire.HalfMonth: SemiMonthly,
+	wire.Month:     Monthly,
+	wire.Quarter:   Quarterly,
+	wire.HalfYear:  SemiAnnual,
+	wire.Year:      Annual,
 }
 
-const day = 24 * time.Hour
-
-// DefaultLags are the declared publication-lag defaults, most specific
-// first: the first rule matching a dataset's provider and cycle applies.
-// A dataset overrides Lag with probe.publication_lag_days in the
-// registry.
-var DefaultLags = []LagRule{
-	{Provider: "upbit", Cycle: Daily, Lag: time.Hour,
-		Note: "a day's candle closes at 00:00 UTC and is in the next answer; markets trade every day"},
-	{Provider: "fred", Cycle: Daily, Lag: day, Weekdays: true, Tolerance: 1,
-		Note: "H.15 Treasury yields post the next business day; one US holiday at a time"},
-	{Provider: "kis", Cycle: Daily, Lag: day, Weekdays: true, Tolerance: 3,
-		Note: "daily chart rows exist at the close; up to three weekday holidays in a row (설날, 추석)"},
-	{Provider: "datago", Cycle: Daily, Lag: 36 * time.Hour, Weekdays: true, Tolerance: 3,
-		Note: "FSC 시세 rows appear the next business day after 13:00 KST; Korean holidays"},
-	{Provider: "ecos", Cycle: Daily, Lag: day, Weekdays: true, Tolerance: 3,
-		Note: "ECOS daily tables (rates, FX, markets) fill in by the next business day; Korean holidays"},
-	{Cycle: Daily, Lag: day, Weekdays: true, Tolerance: 3, Note: "business-day series by default"},
-	{Cycle: SemiMonthly, Lag: 30 * day, Note: "a half-month, published within a month"},
-	{Cycle: Monthly, Lag: 60 * day, Note: "ECOS monthly statistics: most within a month, money and credit within two"},
-	{Cycle: Quarterly, Lag: 120 * day, Note: "national accounts and quarterly surveys: within four months"},
-	{Cycle: SemiAnnual, Lag: 150 * day, Note: "half-yearly statistics: within five months"},
-	{Cycle: Annual, Lag: 270 * day, Note: "annual statistics: within nine months of the year's end"},
-}
-
-// CycleOf returns the cycle of a dataset's periods: ECOS's request.cycle;
-// a KIS chart's FID_PERIOD_DIV_CODE (D, M, Y; D when absent); daily for
-// FRED, UPBIT and data.go.kr. "" when unknown (KIS weekly charts, other
-// connectors): lateness is then not judged.
+// CycleOf returns the cycle of a dataset's periods: the unit of the cycle
+// its connector's wire spec resolved for it (registry.Dataset.Wire: ECOS's
+// request.cycle, a KIS chart's FID_PERIOD_DIV_CODE, the one cycle of the
+// others). "" when unknown (weekly charts, a dataset whose connector is
+// not linked): lateness is then not judged.
 func CycleOf(reg *registry.Registry, ds *registry.Dataset) Cycle {
-	conn := ds.Provider
-	if p := reg.Provider(ds.Provider); p != nil && p.Connector != "" {
-		conn = p.Connector
-	}
-	switch conn {
-	case "ecos":
-		if c := Cycle(ds.Request.Cycle); c.Valid() {
-			return c
-		}
+	if ds == nil || ds.Wire == nil {
 		return ""
-	case "kis":
-		v, ok := ds.Request.Param("FID_PERIOD_DIV_CODE")
-		switch {
-		case !ok || v == "D":
-			return Daily
-		case v == "M":
-			return Monthly
-		case v == "Y":
-			return Annual
-		}
-		return ""
-	case "fred", "upbit", "datago":
-		return Daily
 	}
-	return ""
+	return cycleOfUnit[ds.Wire.Cycle.Unit]
 }
 
-// FreshnessFor returns the lateness rule of a dataset: the first
-// DefaultLags rule for its provider's connector and cycle, in the
-// provider's timezone, with the dataset's probe.publication_lag_days in
-// place of the default lag when declared.
+// FreshnessFor returns the lateness rule of a dataset: its provider's
+// freshness rule for the dataset's cycle (registry.Provider.Freshness,
+// declared in providers.yaml), in the provider's timezone, with the
+// dataset's probe.publication_lag_days in place of the rule's lag when
+// declared. The registry refuses a probed dataset whose provider declares
+// no rule for its cycle; for any other dataset without one the rule is
+// disabled.
 func FreshnessFor(reg *registry.Registry, ds *registry.Dataset) Freshness {
 	c := CycleOf(reg, ds)
 	if c == "" {
 		return Freshness{}
 	}
 	prov := reg.Provider(ds.Provider)
-	conn := ds.Provider
-	var loc *time.Location
-	if prov != nil {
-		loc = prov.Location
-		if prov.Connector != "" {
-			conn = prov.Connector
-		}
+	rule, ok := prov.FreshnessOf(ds.Wire.Cycle.Unit)
+	if !ok {
+		return Freshness{}
 	}
-	f := Freshness{Cycle: c, Location: loc}
-	for _, r := range DefaultLags {
-		if r.Cycle == c && (r.Provider == "" || r.Provider == conn) {
-			f.Lag, f.Weekdays, f.Tolerance = r.Lag, r.Weekdays, r.Tolerance
-			break
-		}
-	}
+	f := Freshness{Cycle: c, Location: prov.Location, Lag: rule.Lag, Weekdays: rule.Weekdays, Tolerance: rule.Tolerance}
 	if ds.Probe != nil && ds.Probe.PublicationLag > 0 {
 		f.Lag = ds.Probe.PublicationLag
 	}

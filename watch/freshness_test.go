@@ -2,9 +2,12 @@ package watch
 
 import (
 	"testing"
+	"testing/fstest"
 	"time"
 
+	_ "github.com/sluicehq/sluice/connector/all" // the wire specs resolve each dataset's cycle
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
 )
 
 func TestFreshnessDue(t *testing.T) {
@@ -120,25 +123,70 @@ func TestFreshnessOverride(t *testing.T) {
 	}
 }
 
+// TestCycleOf: a dataset's cycle is the unit of the cycle its wire spec
+// resolved, whatever the connector: no provider id is consulted.
 func TestCycleOf(t *testing.T) {
 	reg, err := registry.Default(registry.Options{Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	kis := *reg.Dataset("kis-fx-usdkrw")
-	for code, want := range map[string]Cycle{"D": Daily, "M": Monthly, "Y": Annual, "W": ""} {
+	for unit, want := range map[wire.Unit]Cycle{wire.Day: Daily, wire.HalfMonth: SemiMonthly, wire.Month: Monthly,
+		wire.Quarter: Quarterly, wire.HalfYear: SemiAnnual, wire.Year: Annual, wire.Week: ""} {
 		ds := kis
-		ds.Request.Params = []registry.Param{{Name: "FID_PERIOD_DIV_CODE", Value: code}}
+		facts := *kis.Wire
+		facts.Cycle.Unit = unit
+		ds.Wire = &facts
 		if got := CycleOf(reg, &ds); got != want {
-			t.Errorf("KIS %s: %q, want %q", code, got, want)
+			t.Errorf("unit %s: %q, want %q", unit, got, want)
 		}
 	}
+	for _, id := range []string{"ecos-731y001-0000001", "fred-dgs10", "upbit-krw-btc", "fsc-stock-market-index"} {
+		if got := CycleOf(reg, reg.Dataset(id)); got != Daily {
+			t.Errorf("%s: %q", id, got)
+		}
+	}
+	// No resolved facts (its connector not linked): not judged.
 	ecos := *reg.Dataset("ecos-731y001-0000001")
-	ecos.Request.Cycle = "X"
+	ecos.Wire = nil
 	if got := CycleOf(reg, &ecos); got != "" {
-		t.Errorf("ECOS X: %q", got)
+		t.Errorf("no facts: %q", got)
 	}
 	if f := FreshnessFor(reg, &ecos); f.Enabled() {
 		t.Errorf("unknown cycle judged: %+v", f)
+	}
+}
+
+// TestFreshnessFromRegistry: a provider the watch has never heard of
+// gets its lateness rule from its own registry entry (on the old code
+// only the five providers' ids had one, and a sixth's late data was never
+// flagged).
+func TestFreshnessFromRegistry(t *testing.T) {
+	fsys := fstest.MapFS{
+		"providers.yaml": {Data: []byte(`providers:
+  - id: sixth
+    connector: fred
+    timezone: Asia/Seoul
+    rate_limits: unknown
+    freshness:
+      - {cycle: day, lag_hours: 5, weekdays: true, tolerance: 2}
+`)},
+		"datasets/sixth.yaml": {Data: []byte(`id: sixth-series
+provider: sixth
+request: {series_id: X}
+probe: {interval_minutes: 60}
+`)},
+	}
+	reg, err := registry.Load(fsys, "sixth", registry.Options{Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := FreshnessFor(reg, reg.Dataset("sixth-series"))
+	if f.Cycle != Daily || f.Lag != 5*time.Hour || !f.Weekdays || f.Tolerance != 2 || f.Location.String() != "Asia/Seoul" {
+		t.Fatalf("freshness %+v", f)
+	}
+	newest, _ := ParsePeriod(Daily, "2026-11-02")
+	if late, _ := f.Late(newest, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)); !late {
+		t.Error("a month-old newest period is not late")
 	}
 }
