@@ -1,19 +1,20 @@
 package connectortest_test
 
 // This file follows docs/providers.md's recipe for adding a provider once,
-// with a throwaway sixth provider, "toy": its registry entry and dataset
-// (the two YAML files, here strings), its connector with the wire spec
-// beside it (connector/toy/toy.go), its simulated provider
-// (simulator/toy/toy.go), and its conformance table (its test file),
-// checked by the registry's validation and the conformance suite like the
-// five real ones. Nothing outside these pieces changes.
+// with the throwaway sixth provider "toy" that lives in testdata/toy, laid
+// out as a real provider's files are: its registry entry and dataset
+// (testdata/toy/registry), its connector with the wire spec beside it
+// (testdata/toy/connector/toy) and its simulated provider
+// (testdata/toy/simulator/toy), linked here by two imports. This file is
+// its conformance table (step 4), checked by the registry's validation
+// and the conformance suite like the five real ones. Nothing outside
+// these pieces changes; e2e/newprovider runs the whole pipeline for it.
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -23,184 +24,32 @@ import (
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
-	"github.com/sluicehq/sluice/simulator/synth"
+	_ "github.com/sluicehq/sluice/testdata/toy/connector/toy"
+	_ "github.com/sluicehq/sluice/testdata/toy/simulator/toy"
 	"github.com/sluicehq/sluice/wire"
 )
 
-// Step 1, registry/providers.yaml and registry/datasets/toy.yaml.
-const (
-	toyProviders = `providers:
-  - id: toy
-    name: Toy provider
-    base_url: https://toy.example
-    timezone: UTC
-    auth:
-      strategy: api_key_query
-      param: key
-      credentials: {api_key: TOY_API_KEY}
-    rate_limits:
-      - scope: key
-        requests_per_second: 2
-        source: {url: "https://toy.example/limits", verified_at: 2026-11-01}
-    terms_source: {url: "https://toy.example/terms", verified_at: 2026-11-01}
-`
-	toyDatasets = `id: toy-widgets
-name: Toy widgets, daily
-provider: toy
-request:
-  path: /v1/widgets
-  params:
-    from: "{from:YYYY-MM-DD}"
-    to: "{to:YYYY-MM-DD}"
-  page_size: 10
-probe:
-  interval_minutes: 60
-`
-)
-
-// Step 2, connector/toy/toy.go: the connector and, beside it, its wire
-// spec — request fields, paging, dates and rows, as data.
-var toySpec = wire.Spec{
-	Connector: "toy",
-	Fields:    wire.Fields{Required: []string{"path"}, Allowed: []string{"path", "params", "page_size"}},
-	Paging:    wire.Paging{Style: wire.PageNumber, Controls: []string{"page", "size"}, DefaultRows: 10, MaxRows: 20, Sizable: true},
-	Dates:     wire.Dates{InParams: true, Cycles: []wire.Cycle{{Unit: wire.Day, Format: wire.ISODate}}},
-	Rows:      wire.Rows{JSON: "data.rows", Period: "day", PeriodFormat: wire.ISODate, Values: []string{"v"}},
-}
-
-type toyConnector struct{ base *connector.Base }
-
-func (c *toyConnector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
-}
-
-// Probe asks for the newest row of the last week.
-func (c *toyConnector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
-		From: today.AddDate(0, 0, -7), To: today, Limit: 1}, true)
-	return connector.ReadProbe(resp, err, false)
-}
-
-func (c *toyConnector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, ds, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	key, err := c.base.Credential("api_key")
+// toyFiles reads the toy's registry entry (the lines it adds under
+// providers:) and its datasets file.
+func toyFiles(t testing.TB) (providers, datasets string) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "testdata", "toy", "registry")
+	p, err := os.ReadFile(filepath.Join(dir, "providers.yaml"))
 	if err != nil {
-		return nil, c.base.Fail(call, 0, connector.AsError(err))
+		t.Fatal(err)
 	}
-	size := ds.Request.PageSize
-	if req.Limit > 0 {
-		size = req.Limit
+	d, err := os.ReadFile(filepath.Join(dir, "datasets", "toy.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	q := append(ds.Request.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To)),
-		registry.Param{Name: "key", Value: key}, registry.Param{Name: "page", Value: strconv.Itoa(req.PageOrFirst())},
-		registry.Param{Name: "size", Value: strconv.Itoa(size)})
-	last := req.PageOrFirst() * size
-	return c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL(ds.Request.Path, connector.EncodeQuery(q)), Format: "json",
-		Classify: func(h connector.Head) connector.Verdict {
-			if h.Status != http.StatusOK {
-				return connector.StatusVerdict(h, time.Second)
-			}
-			var a struct{ Data struct{ Total int } }
-			if json.Unmarshal(h.Bytes, &a) != nil && h.Complete {
-				return connector.Fail(connector.Transient, "", "not a toy answer: "+connector.Snippet(h.Bytes, 80))
-			}
-			if a.Data.Total == 0 && h.Complete {
-				return connector.Fail(connector.NoData, "", "no rows in the range")
-			}
-			return connector.Verdict{More: a.Data.Total > last}
-		}})
-}
-
-// Step 3, simulator/toy/toy.go: the simulated provider — its routes, its
-// credential check and shape, its data.
-type toyProvider struct {
-	h      *simulator.Host
-	routes map[string][]*registry.Dataset
-}
-
-func (p *toyProvider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
-		if cands := p.routes[path]; len(cands) > 0 {
-			in := p.h.Owner("api_key", r.URL.Query().Get("key"))
-			if in == nil {
-				in = p.h.First()
-			}
-			return simulator.Route{Instance: in, Dataset: cands[0], Path: path, Serve: p.serve}, true
-		}
-	}
-	return simulator.Route{}, false
-}
-
-func (p *toyProvider) Reset() {}
-
-func (p *toyProvider) serve(r *http.Request, rt simulator.Route, fraction float64) *simulator.Reply {
-	q := r.URL.Query()
-	fail := func(status int, msg, outcome string) *simulator.Reply {
-		var w simulator.JSON
-		w.Open('{')
-		w.KStr("error", msg)
-		w.Close('}')
-		return simulator.NewReply(status, "application/json", w.Bytes(), outcome)
-	}
-	in := p.h.Owner("api_key", q.Get("key"))
-	if in == nil {
-		return fail(http.StatusUnauthorized, "unknown key", "auth")
-	}
-	if !p.h.Admit(in, rt.Dataset, fraction).OK {
-		return fail(http.StatusTooManyRequests, "slow down", "limit")
-	}
-	from, ok1 := synth.ParseISO(q.Get("from"))
-	to, ok2 := synth.ParseISO(q.Get("to"))
-	page, err1 := strconv.Atoi(q.Get("page"))
-	size, err2 := strconv.Atoi(q.Get("size"))
-	if !ok1 || !ok2 || err1 != nil || err2 != nil || page < 1 || size < 1 || size > 20 {
-		return fail(http.StatusBadRequest, "bad from, to, page or size", "error")
-	}
-	start := max(from, synth.Date(2020, 1, 1)) // the toy's first day
-	total := max(0, int(to-start)+1)
-	series := synth.NewSeries(p.h.Seed(), "toy", 100, 0.01)
-	w := simulator.NewJSON(256)
-	w.Open('{')
-	w.Key("data")
-	w.Open('{')
-	w.KInt("total", int64(total))
-	w.Key("rows")
-	w.Open('[')
-	for i := (page - 1) * size; i < min(page*size, total); i++ {
-		d := start + synth.Day(i)
-		w.Open('{')
-		w.KStr("day", d.ISO())
-		w.KStr("v", simulator.FormatFixed(series.Value(d), 2))
-		w.Close('}')
-	}
-	w.Close(']')
-	w.Close('}')
-	w.Close('}')
-	return simulator.NewReply(http.StatusOK, "application/json", w.Bytes(), "ok")
-}
-
-func init() {
-	connector.Register(toySpec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		b, err := connector.NewBase(p, opts)
-		if err != nil {
-			return nil, err
-		}
-		return &toyConnector{base: b}, nil
-	})
-	simulator.Register(simulator.Registration{Connector: "toy", Credential: simulator.Shaped(simulator.AlnumLower, 24),
-		New: func(h *simulator.Host) (simulator.Provider, error) {
-			return &toyProvider{h: h, routes: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.Path })}, nil
-		}})
+	return "providers:\n" + string(p), string(d)
 }
 
 // toyRegistry loads the toy's two YAML files, providers.yaml edited.
 func toyRegistry(t testing.TB, edits ...string) *registry.Registry {
 	t.Helper()
-	reg, err := loadToy(toyProviders, toyDatasets, edits...)
+	providers, datasets := toyFiles(t)
+	reg, err := loadToy(providers, datasets, edits...)
 	if err != nil {
 		t.Fatalf("loading the toy registry: %v", err)
 	}
@@ -224,7 +73,7 @@ func toySimulator(reg *registry.Registry, now func() time.Time, rateScale float6
 	return sim.Handler(), nil
 }
 
-// Step 4, connector/toy/conformance_test.go: the toy's table.
+// Step 4, connector/<p>/conformance_test.go for the toy: its table.
 func TestRecipeToyProviderConformance(t *testing.T) {
 	jan := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
 	jan1, jan31 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)
@@ -247,8 +96,9 @@ func TestRecipeToyProviderConformance(t *testing.T) {
 				MinRows: 31, MaxRows: 31, Oldest: "2024-01-01", Newest: "2024-01-31", Values: []string{"v"},
 				Stats: connectortest.Stats{"accepted": 4, "violations": 0}},
 		},
-		Probes:     []string{"toy-widgets"},
-		ProbeStats: connectortest.Stats{"accepted": 1, "violations": 0},
+		Probes:      []string{"toy-widgets"},
+		ProbeNewest: map[string]string{"toy-widgets": "2025-03-10"}, // yesterday by SimNow, UTC
+		ProbeStats:  connectortest.Stats{"accepted": 1, "violations": 0},
 		Throttle: &connectortest.ThrottleCase{RateScale: 0.01, Calls: 3, Accepted: 2, RetryAfter: true,
 			Want: connectortest.Expect{Class: connector.RateLimited, Status: 429}},
 	})
@@ -258,6 +108,7 @@ func TestRecipeToyProviderConformance(t *testing.T) {
 // against the toy's declared spec, naming file, line and field, and
 // resolves its facts.
 func TestRecipeToyProviderRegistry(t *testing.T) {
+	toyProviders, toyDatasets := toyFiles(t)
 	reg := toyRegistry(t)
 	f := reg.Dataset("toy-widgets").Wire
 	if f == nil || f.PageRows != 10 || f.Span != wire.SpanRange || f.Rows.Period != "day" || f.Cycle.Unit != wire.Day {
@@ -265,11 +116,11 @@ func TestRecipeToyProviderRegistry(t *testing.T) {
 	}
 	for _, tc := range []struct{ old, new, want string }{
 		{"  page_size: 10\n", "  page_size: 50\n",
-			`toy/datasets/toy.yaml:9: request.page_size: 50 rows a page is more than the toy connector allows in one call (20)`},
+			`toy/datasets/toy.yaml:10: request.page_size: 50 rows a page is more than the toy connector allows in one call (20)`},
 		{"  path: /v1/widgets\n", "",
-			`toy/datasets/toy.yaml:5: request: dataset "toy-widgets": the toy connector needs request.path`},
+			`toy/datasets/toy.yaml:6: request: dataset "toy-widgets": the toy connector needs request.path`},
 		{"  page_size: 10\n", "  series_id: X\n",
-			`toy/datasets/toy.yaml:9: request.series_id: field "series_id" is not used by the toy connector (it uses: path, params, page_size)`},
+			`toy/datasets/toy.yaml:10: request.series_id: field "series_id" is not used by the toy connector (it uses: path, params, page_size)`},
 	} {
 		_, err := loadToy(toyProviders, strings.Replace(toyDatasets, tc.old, tc.new, 1))
 		var problems registry.Errors
