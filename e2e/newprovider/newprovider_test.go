@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,17 +75,11 @@ func registryWithToy(t *testing.T) (fs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	entry, err := os.ReadFile(filepath.Join(toyDir, "registry", "providers.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	datasets, err := os.ReadFile(filepath.Join(toyDir, "registry", "datasets", "toy.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	providers := strings.TrimRight(string(fsys["providers.yaml"].Data), "\n") + "\n\n" + string(entry)
+	entry, datasets := toyFiles(t)
+	entry = strings.TrimPrefix(entry, "providers:\n")
+	providers := strings.TrimRight(string(fsys["providers.yaml"].Data), "\n") + "\n\n" + entry
 	fsys["providers.yaml"] = &fstest.MapFile{Data: []byte(providers)}
-	fsys["datasets/toy.yaml"] = &fstest.MapFile{Data: datasets}
+	fsys["datasets/toy.yaml"] = &fstest.MapFile{Data: []byte(datasets)}
 	return fsys, nil
 }
 

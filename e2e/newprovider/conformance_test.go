@@ -1,14 +1,9 @@
-package connectortest_test
+package newprovider_test
 
-// This file follows docs/providers.md's recipe for adding a provider once,
-// with the throwaway sixth provider "toy" that lives in testdata/toy, laid
-// out as a real provider's files are: its registry entry and dataset
-// (testdata/toy/registry), its connector with the wire spec beside it
-// (testdata/toy/connector/toy) and its simulated provider
-// (testdata/toy/simulator/toy), linked here by two imports. This file is
-// its conformance table (step 4), checked by the registry's validation
-// and the conformance suite like the five real ones. Nothing outside
-// these pieces changes; e2e/newprovider runs the whole pipeline for it.
+// The toy's step 4 (docs/providers.md, Adding a provider): what
+// connector/<p>/conformance_test.go holds for a real provider — its table
+// for the conformance suite — and the registry's validation of its
+// datasets against its declared spec.
 
 import (
 	"errors"
@@ -24,8 +19,6 @@ import (
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
-	_ "github.com/sluicehq/sluice/testdata/toy/connector/toy"
-	_ "github.com/sluicehq/sluice/testdata/toy/simulator/toy"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -33,7 +26,7 @@ import (
 // providers:) and its datasets file.
 func toyFiles(t testing.TB) (providers, datasets string) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "testdata", "toy", "registry")
+	dir := filepath.Join(toyDir, "registry")
 	p, err := os.ReadFile(filepath.Join(dir, "providers.yaml"))
 	if err != nil {
 		t.Fatal(err)
