@@ -108,3 +108,26 @@ func TestNotice(t *testing.T) {
 		t.Errorf("notice without text: %v", err)
 	}
 }
+
+// TestDefaultRegistryDeclaresFreshness: every provider of the default
+// registry declares the freshness of every cycle its probed datasets use:
+// none is judged by the default.
+func TestDefaultRegistryDeclaresFreshness(t *testing.T) {
+	reg, err := registry.Default(testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range reg.Findings {
+		if f.Kind == registry.FindingFreshness {
+			t.Error(f)
+		}
+	}
+	for _, ds := range reg.Datasets {
+		if ds.Probe == nil {
+			continue
+		}
+		if f, ok := reg.Provider(ds.Provider).FreshnessOf(ds.Wire.Cycle.Unit); !ok || f.Defaulted {
+			t.Errorf("%s: cycle %s judged by the default (%v)", ds.ID, ds.Wire.Cycle.Unit, ok)
+		}
+	}
+}
