@@ -293,3 +293,41 @@ func TestNewProviderIsItsOwnFolders(t *testing.T) {
 		t.Errorf("the summary page after the ingest: no lake period %s, or still late", yesterday)
 	}
 }
+
+// TestNewProviderWithoutFreshnessIsFlagged: the toy without its
+// freshness entry is still judged — by registry.DefaultFreshness — and
+// the registry says so in a [freshness] finding naming it. (Before
+// freshness was a provider fact, the watch knew the cycles of the five
+// providers' connectors only, and a sixth's late data was never flagged.)
+func TestNewProviderWithoutFreshnessIsFlagged(t *testing.T) {
+	providers, datasets := toyFiles(t)
+	i, j := strings.Index(providers, "    freshness:\n"), strings.Index(providers, "    notice:\n")
+	if i < 0 || j < i {
+		t.Fatal("the toy's entry has no freshness block before its notice")
+	}
+	reg, err := loadToy(providers[:i]+providers[j:], datasets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := reg.Dataset(toyDataset)
+	f := watch.FreshnessFor(reg, ds)
+	if !f.Enabled() || f.Cycle != watch.Daily || f.Lag != 24*time.Hour {
+		t.Fatalf("the toy without freshness: %+v, want the daily default", f)
+	}
+	newest, err := watch.ParsePeriod(watch.Daily, "2024-01-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late, _ := f.Late(newest, time.Date(2024, 2, 1, 12, 0, 0, 0, time.UTC)); !late {
+		t.Error("a month-old newest period is not late")
+	}
+	var found []string
+	for _, fd := range reg.Findings {
+		if fd.Kind == registry.FindingFreshness {
+			found = append(found, fd.String())
+		}
+	}
+	if len(found) != 1 || !strings.Contains(found[0], "toy/providers.yaml:") || !strings.Contains(found[0], "no rule for cycle day (probed: toy-widgets)") {
+		t.Errorf("findings %q, want one naming the toy's entry, the cycle and the dataset", found)
+	}
+}
