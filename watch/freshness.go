@@ -101,9 +101,10 @@ func CycleOf(reg *registry.Registry, ds *registry.Dataset) Cycle {
 // freshness rule for the dataset's cycle (registry.Provider.Freshness,
 // declared in providers.yaml), in the provider's timezone, with the
 // dataset's probe.publication_lag_days in place of the rule's lag when
-// declared. The registry refuses a probed dataset whose provider declares
-// no rule for its cycle; for any other dataset without one the rule is
-// disabled.
+// declared. A provider that declares no rule for the cycle gets
+// registry.DefaultFreshness's, which the registry reports as a finding:
+// its late data is flagged all the same. Disabled only for a cycle the
+// watch cannot judge (CycleOf "").
 func FreshnessFor(reg *registry.Registry, ds *registry.Dataset) Freshness {
 	c := CycleOf(reg, ds)
 	if c == "" {
@@ -114,7 +115,10 @@ func FreshnessFor(reg *registry.Registry, ds *registry.Dataset) Freshness {
 	if !ok {
 		return Freshness{}
 	}
-	f := Freshness{Cycle: c, Location: prov.Location, Lag: rule.Lag, Weekdays: rule.Weekdays, Tolerance: rule.Tolerance}
+	f := Freshness{Cycle: c, Lag: rule.Lag, Weekdays: rule.Weekdays, Tolerance: rule.Tolerance}
+	if prov != nil {
+		f.Location = prov.Location
+	}
 	if ds.Probe != nil && ds.Probe.PublicationLag > 0 {
 		f.Lag = ds.Probe.PublicationLag
 	}
