@@ -146,7 +146,8 @@ func (d *decoder) freshness(n *yaml.Node, path string) []Freshness {
 // freshnessFindings flags each provider that declares no freshness rule
 // for a cycle unit its probed datasets use: their lateness is judged by
 // DefaultFreshness, which a person should check against the provider's
-// publication calendar.
+// publication calendar; and a probed cycle no rule can judge (the week),
+// whose late data is never flagged.
 func (l *loader) freshnessFindings(add func(kind, subject string, pos Pos, format string, args ...any)) {
 	for _, pr := range l.reg.Providers {
 		var units []wire.Unit
@@ -156,7 +157,7 @@ func (l *loader) freshnessFindings(add func(kind, subject string, pos Pos, forma
 				continue
 			}
 			u := ds.Wire.Cycle.Unit
-			if f, ok := pr.FreshnessOf(u); !ok || !f.Defaulted {
+			if f, ok := pr.FreshnessOf(u); ok && !f.Defaulted {
 				continue
 			}
 			if byUnit[u] == nil {
@@ -165,11 +166,15 @@ func (l *loader) freshnessFindings(add func(kind, subject string, pos Pos, forma
 			byUnit[u] = append(byUnit[u], ds.ID)
 		}
 		for _, u := range units {
-			f, _ := pr.FreshnessOf(u)
+			f, judged := pr.FreshnessOf(u)
 			ids := byUnit[u]
 			more := ""
 			if len(ids) > 1 {
 				more = fmt.Sprintf(" and %d more", len(ids)-1)
+			}
+			if !judged {
+				add(FindingFreshness, pr.ID, pr.Pos, "freshness: the lateness of %s periods is not judged (probed: %s%s): their late data is never flagged", u, ids[0], more)
+				continue
 			}
 			weekdays := ""
 			if f.Weekdays {

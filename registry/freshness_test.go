@@ -72,6 +72,26 @@ func TestFreshnessDefaultIsFlagged(t *testing.T) {
 	}
 }
 
+// TestFreshnessWeekIsFlagged: a probed weekly chart, whose lateness no
+// rule judges, is reported rather than silently unjudged.
+func TestFreshnessWeekIsFlagged(t *testing.T) {
+	reg, err := load(t, "providers:\n  - id: kis\n    rate_limits: unknown\n    freshness: [{cycle: day, lag_days: 1}]\n",
+		map[string]string{"k.yaml": "id: k\nprovider: kis\nrequest:\n  path: /uapi/x\n  tr_id: FHKUP03500100\n  params: {FID_PERIOD_DIV_CODE: W}\nprobe: {interval_minutes: 60}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range reg.Findings {
+		if f.Kind == registry.FindingFreshness {
+			got = append(got, f.String())
+		}
+	}
+	want := "registry/providers.yaml:2: [freshness] kis: freshness: the lateness of week periods is not judged (probed: k): their late data is never flagged"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("findings %q\nwant %s", got, want)
+	}
+}
+
 // TestFreshnessProblems: a bad rule names file, line, field and value.
 func TestFreshnessProblems(t *testing.T) {
 	for _, tc := range []struct{ rule, want string }{
