@@ -4,7 +4,6 @@
 package ecos
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -25,28 +24,16 @@ func init() {
 // page_size.
 const DefaultPageSize = 1000
 
-// Connector speaks ECOS.
+// Connector speaks ECOS: the connector skeleton with ECOS's steps.
 type Connector struct {
-	base *connector.Base
+	connector.Skeleton
 }
 
 var _ connector.Connector = (*Connector)(nil)
 
 // New returns an ECOS connector.
 func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	b, err := connector.NewBase(p, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Connector{base: b}, nil
-}
-
-// Fetch asks StatisticSearch for rows (Page-1)*size+1 … Page*size of the
-// dataset's statistic between From and To, dates written per cycle.
-// Response.Next asks for the next rows while list_total_count lies beyond
-// the last row asked.
-func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
+	return connector.Assemble[Connector](p, opts, steps)
 }
 
 // ProbeRows is how many rows a probe asks for: every row of the probe
@@ -54,23 +41,26 @@ func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connecto
 // first, ends with the newest period.
 const ProbeRows = 100
 
-// Probe asks for the rows of a recent window sized to the cycle (D: 14
-// days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5 years),
-// at most ProbeRows of them in one call, and returns the answer
-// (connector.ReadProbe). It holds the newest period unless
-// list_total_count says rows were left out.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
-	from := today.AddDate(0, 0, -14)
-	if ds != nil {
-		from = ProbeFrom(ds.Request.Cycle, today)
-	}
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}, true)
-	complete := err == nil && resp != nil && !resp.More
-	return connector.ReadProbe(resp, err, complete)
+// steps are ECOS's part of its connector. A probe asks for the rows of a
+// recent window sized to the cycle (ProbeFrom), at most ProbeRows of them
+// in one call; its answer holds the newest period unless list_total_count
+// says rows were left out.
+var steps = connector.Steps{
+	Plan: plan,
+	Probe: func(b *connector.Base, ds *registry.Dataset) connector.Request {
+		today := b.Today()
+		from := today.AddDate(0, 0, -14)
+		if ds != nil {
+			from = ProbeFrom(ds.Request.Cycle, today)
+		}
+		return connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}
+	},
+	Newest: func(resp *connector.Response) bool { return resp != nil && !resp.More },
 }
 
-// ProbeFrom is the start of the probe window of a cycle ending today.
+// ProbeFrom is the start of the probe window of a cycle ending today (D:
+// 14 days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5
+// years).
 func ProbeFrom(cycle string, today time.Time) time.Time {
 	switch cycle {
 	case "SM":
@@ -87,29 +77,22 @@ func ProbeFrom(cycle string, today time.Time) time.Time {
 	return today.AddDate(0, 0, -14)
 }
 
-func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, _, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	u, end, format, berr := c.build(req)
-	if berr != nil {
-		return nil, c.base.Fail(call, 0, berr)
-	}
-	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: u, Format: format,
-		Classify: func(h connector.Head) connector.Verdict { return Classify(h, end) }})
+// plan asks StatisticSearch for rows (Page-1)*size+1 … Page*size of the
+// dataset's statistic between From and To, dates written per cycle.
+// Response.Next asks for the next rows while list_total_count lies beyond
+// the last row asked (it comes before the rows: the head decides).
+func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	u, end, format, err := build(b, req)
 	if err != nil {
-		return nil, err
+		return connector.Plan{}, err
 	}
-	// list_total_count comes before the rows: the head decides.
-	more := resp.More
-	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
-	return resp, nil
+	return connector.Plan{Exchange: connector.Exchange{Call: call, URL: u, Format: format,
+		Classify: func(h connector.Head) connector.Verdict { return Classify(h, end) }}}, nil
 }
 
 // build returns the request URL (key included), the last row asked for
 // and the format.
-func (c *Connector) build(req connector.Request) (u string, end int, format string, _ *connector.Error) {
+func build(b *connector.Base, req connector.Request) (u string, end int, format string, _ *connector.Error) {
 	bad := func(msg string) *connector.Error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
 	r := req.Dataset.Request
 	if r.StatCode == "" {
@@ -120,7 +103,7 @@ func (c *Connector) build(req connector.Request) (u string, end int, format stri
 		return "", 0, "", bad(err.Error())
 	}
 	to, _ := FormatDate(r.Cycle, req.To)
-	key, err := c.base.Credential("api_key")
+	key, err := b.Credential("api_key")
 	if err != nil {
 		return "", 0, "", connector.AsError(err)
 	}
@@ -149,12 +132,12 @@ func (c *Connector) build(req connector.Request) (u string, end int, format stri
 		}
 		segs = append(segs, it)
 	}
-	var b strings.Builder
+	var path strings.Builder
 	for _, s := range segs {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
+		path.WriteByte('/')
+		path.WriteString(url.PathEscape(s))
 	}
-	return c.base.URL(b.String(), ""), end, format, nil
+	return b.URL(path.String(), ""), end, format, nil
 }
 
 // FormatDate writes a civil date as the cycle wants it: A 2024, S 2024S1,

@@ -1,0 +1,140 @@
+package connector
+
+import (
+	"context"
+
+	"github.com/sluicehq/sluice/registry"
+)
+
+// Skeleton is the one connector every provider fills in. It runs what
+// every provider's Fetch and Probe share — the dataset checked
+// (Base.Dataset), the request planned by the provider, a planning error
+// failed (Base.Fail), the exchange sent (Base.Do), the answer's Next set,
+// a probe's answer read (ReadProbe) — and leaves to the provider's Steps
+// what differs: the request, how it is sent, how its answers page and what
+// a probe asks for.
+//
+// A provider's connector is a struct embedding Skeleton, built by
+// Assemble or, when it keeps state of its own (the KIS token), by
+// NewSkeleton.
+type Skeleton struct {
+	base  *Base
+	steps Steps
+}
+
+// Steps are what a provider fills in of its connector.
+type Steps struct {
+	// Plan builds the request for a dataset Base.Dataset accepted (call,
+	// req.Dataset): its URL with credentials, headers, body, format and
+	// classifier, and how it is sent and paged. An error fails the call
+	// before anything is sent (Base.Fail, AsError, status 0): the
+	// dataset's request fields missing, a credential unavailable, a range
+	// the provider cannot ask.
+	Plan func(b *Base, call Call, req Request) (Plan, error)
+	// Probe returns the request a probe of ds sends: the provider's
+	// cheapest window ending today and its row limit. ds may be nil (the
+	// probe then fails as Fetch does).
+	Probe func(b *Base, ds *registry.Dataset) Request
+	// Newest reports whether a probe's answer, read whole, holds the
+	// dataset's newest period (ProbeAnswer.Newest).
+	Newest func(resp *Response) bool
+}
+
+// Plan is one request a provider's Steps.Plan built.
+type Plan struct {
+	// Exchange is the request Base.Do sends.
+	Exchange
+	// Send, when set, sends the exchange in place of Base.Do (KIS adds
+	// its access token and replaces a rejected one). It returns the
+	// answer or a classified error.
+	Send func(ctx context.Context, x Exchange) (*Response, error)
+	// Pages, when set, sets the Next of a successful answer; nil means
+	// the answer's head decides (PagesByMore).
+	Pages func(resp *Response)
+}
+
+// NewSkeleton returns the skeleton that runs a provider's steps on b.
+func NewSkeleton(b *Base, steps Steps) Skeleton {
+	return Skeleton{base: b, steps: steps}
+}
+
+// Skeletal is the pointer type of a provider's connector built by
+// Assemble: a struct that embeds Skeleton.
+type Skeletal[C any] interface {
+	*C
+	skeleton() *Skeleton
+}
+
+func (s *Skeleton) skeleton() *Skeleton { return s }
+
+// Assemble returns a provider's connector of type C, a struct embedding
+// Skeleton and nothing else to set up: its Base built from p and opts
+// (NewBase), its steps those of the provider.
+func Assemble[C any, PC Skeletal[C]](p *registry.Provider, opts Options, steps Steps) (PC, error) {
+	b, err := NewBase(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := PC(new(C))
+	*c.skeleton() = NewSkeleton(b, steps)
+	return c, nil
+}
+
+// Base returns the shared skeleton the connector sends through.
+func (s *Skeleton) Base() *Base { return s.base }
+
+// Fetch builds, signs and sends the request for a dataset and date range
+// and returns the raw answer (Connector.Fetch); the provider's Steps.Plan
+// documents its request and paging.
+func (s *Skeleton) Fetch(ctx context.Context, req Request) (*Response, error) {
+	return s.fetch(ctx, req, false)
+}
+
+// Probe sends the provider's probe request (Steps.Probe) and returns its
+// answer, at most MaxProbeBytes of it (Connector.Probe).
+func (s *Skeleton) Probe(ctx context.Context, ds *registry.Dataset) (ProbeAnswer, error) {
+	resp, err := s.fetch(ctx, s.steps.Probe(s.base, ds), true)
+	return ReadProbe(resp, err, err == nil && s.steps.Newest(resp))
+}
+
+func (s *Skeleton) fetch(ctx context.Context, req Request, probe bool) (*Response, error) {
+	call, _, derr := s.base.Dataset(req, probe)
+	if derr != nil {
+		return nil, derr
+	}
+	p, err := s.steps.Plan(s.base, call, req)
+	if err != nil {
+		return nil, s.base.Fail(call, 0, AsError(err))
+	}
+	send := p.Send
+	if send == nil {
+		send = s.base.Do
+	}
+	resp, err := send(ctx, p.Exchange)
+	if err != nil {
+		return nil, err
+	}
+	if p.Pages != nil {
+		p.Pages(resp)
+	} else {
+		PagesByMore(req, resp)
+	}
+	return resp, nil
+}
+
+// PagesByMore sets the Next of an answer whose head tells whether more
+// pages follow (Response.More: ECOS list_total_count and FRED count come
+// before the rows, KIS tr_cont is a header): the same request with
+// Page + 1 while More, once the body was read to its end.
+func PagesByMore(req Request, resp *Response) {
+	more := resp.More
+	resp.Next = NextByPage(req, Watch(resp), func() (bool, error) { return more, nil })
+}
+
+// ProbeDays returns a probe request for the last days days of ds, ending
+// today in the provider's timezone (Base.Today), asking for at most limit
+// rows (0: the provider's default).
+func (b *Base) ProbeDays(ds *registry.Dataset, days, limit int) Request {
+	today := b.Today()
+	return Request{Dataset: ds, From: today.AddDate(0, 0, -days), To: today, Limit: limit}
+}
