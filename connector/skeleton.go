@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"strings"
 
 	"github.com/sluicehq/sluice/registry"
 )
@@ -24,6 +25,11 @@ type Skeleton struct {
 
 // Steps are what a provider fills in of its connector.
 type Steps struct {
+	// Needs names the dataset request fields (as the registry spells
+	// them: path, tr_id, stat_code, series_id, market) without which the
+	// provider cannot be asked: a dataset that leaves one empty fails
+	// BadRequest, naming them all, before Plan runs.
+	Needs []string
 	// Plan builds the request for a dataset Base.Dataset accepted (call,
 	// req.Dataset): its URL with credentials, headers, body, format and
 	// classifier, and how it is sent and paged. An error fails the call
@@ -36,7 +42,8 @@ type Steps struct {
 	// probe then fails as Fetch does).
 	Probe func(b *Base, ds *registry.Dataset) Request
 	// Newest reports whether a probe's answer, read whole, holds the
-	// dataset's newest period (ProbeAnswer.Newest).
+	// dataset's newest period (ProbeAnswer.Newest); nil: it is not known
+	// to.
 	Newest func(resp *Response) bool
 }
 
@@ -80,6 +87,17 @@ func Assemble[C any, PC Skeletal[C]](p *registry.Provider, opts Options, steps S
 	return c, nil
 }
 
+// FactoryOf returns the Factory of a provider's New (Register).
+func FactoryOf[C Connector](newC func(*registry.Provider, Options) (C, error)) Factory {
+	return func(p *registry.Provider, opts Options) (Connector, error) {
+		c, err := newC(p, opts)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
 // Base returns the shared skeleton the connector sends through.
 func (s *Skeleton) Base() *Base { return s.base }
 
@@ -94,13 +112,17 @@ func (s *Skeleton) Fetch(ctx context.Context, req Request) (*Response, error) {
 // answer, at most MaxProbeBytes of it (Connector.Probe).
 func (s *Skeleton) Probe(ctx context.Context, ds *registry.Dataset) (ProbeAnswer, error) {
 	resp, err := s.fetch(ctx, s.steps.Probe(s.base, ds), true)
-	return ReadProbe(resp, err, err == nil && s.steps.Newest(resp))
+	return ReadProbe(resp, err, err == nil && s.steps.Newest != nil && s.steps.Newest(resp))
 }
 
 func (s *Skeleton) fetch(ctx context.Context, req Request, probe bool) (*Response, error) {
 	call, _, derr := s.base.Dataset(req, probe)
 	if derr != nil {
 		return nil, derr
+	}
+	if missing(req.Dataset.Request, s.steps.Needs) {
+		return nil, s.base.Fail(call, 0, &Error{Class: BadRequest,
+			Message: "the dataset needs request." + strings.Join(s.steps.Needs, " and request.")})
 	}
 	p, err := s.steps.Plan(s.base, call, req)
 	if err != nil {
@@ -122,6 +144,22 @@ func (s *Skeleton) fetch(ctx context.Context, req Request, probe bool) (*Respons
 	return resp, nil
 }
 
+// missing reports whether r leaves any of the fields empty.
+func missing(r registry.Request, fields []string) bool {
+	values := map[string]string{"path": r.Path, "tr_id": r.TrID, "stat_code": r.StatCode,
+		"series_id": r.SeriesID, "market": r.Market}
+	for _, f := range fields {
+		v, known := values[f]
+		if !known {
+			panic("connector: Steps.Needs names an unknown request field " + f)
+		}
+		if v == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // PagesByMore sets the Next of an answer whose head tells whether more
 // pages follow (Response.More: ECOS list_total_count and FRED count come
 // before the rows, KIS tr_cont is a header): the same request with
@@ -131,10 +169,39 @@ func PagesByMore(req Request, resp *Response) {
 	resp.Next = NextByPage(req, Watch(resp), func() (bool, error) { return more, nil })
 }
 
-// ProbeDays returns a probe request for the last days days of ds, ending
-// today in the provider's timezone (Base.Today), asking for at most limit
-// rows (0: the provider's default).
-func (b *Base) ProbeDays(ds *registry.Dataset, days, limit int) Request {
-	today := b.Today()
-	return Request{Dataset: ds, From: today.AddDate(0, 0, -days), To: today, Limit: limit}
+// LastDays returns a Steps.Probe that asks for the last days days of a
+// dataset, ending today in the provider's timezone (Base.Today), at most
+// limit rows (0: the provider's default).
+func LastDays(days, limit int) func(*Base, *registry.Dataset) Request {
+	return func(b *Base, ds *registry.Dataset) Request {
+		today := b.Today()
+		return Request{Dataset: ds, From: today.AddDate(0, 0, -days), To: today, Limit: limit}
+	}
+}
+
+// HoldsNewest is the Steps.Newest of a provider whose probe answer always
+// holds the dataset's newest period (newest first, or a window that ends
+// with it).
+func HoldsNewest(*Response) bool { return true }
+
+// Format returns the format a dataset asks of its provider: its
+// request.format, json when it names none.
+func Format(r registry.Request) string {
+	if r.Format == "" {
+		return "json"
+	}
+	return r.Format
+}
+
+// QueryKey returns the query parameter that carries the credential of an
+// auth role (Credential): named by the provider's auth.param, else param.
+func (b *Base) QueryKey(role, param string) (registry.Param, error) {
+	key, err := b.Credential(role)
+	if err != nil {
+		return registry.Param{}, err
+	}
+	if b.provider.Auth.Param != "" {
+		param = b.provider.Auth.Param
+	}
+	return registry.Param{Name: param, Value: key}, nil
 }

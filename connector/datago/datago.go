@@ -15,43 +15,25 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns a data.go.kr connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"path"}, Plan: plan, Probe: connector.LastDays(ProbeDays, 1)})
 }
+
+// Connector speaks data.go.kr: the connector skeleton with data.go.kr's
+// plan. A probe asks for one row (numOfRows=1) of the last ProbeDays days.
+// That row is not known to be the newest (the services do not promise an
+// order, and one that takes only {from} is asked for the window's first
+// day), so the answer does not claim to hold the newest period.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // DefaultPageSize is numOfRows when the dataset names no page_size.
 const DefaultPageSize = 1000
 
 // ProbeDays is the probe window.
 const ProbeDays = 14
-
-// Connector speaks data.go.kr: the connector skeleton with data.go.kr's
-// steps.
-type Connector struct {
-	connector.Skeleton
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns a data.go.kr connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	return connector.Assemble[Connector](p, opts, steps)
-}
-
-// steps are data.go.kr's part of its connector. A probe asks for one row
-// (numOfRows=1) of the last ProbeDays days. That row is not known to be
-// the newest (the services do not promise an order, and one that takes
-// only {from} is asked for the window's first day), so the answer does not
-// claim to hold the newest period.
-var steps = connector.Steps{
-	Plan: plan,
-	Probe: func(b *connector.Base, ds *registry.Dataset) connector.Request {
-		return b.ProbeDays(ds, ProbeDays, 1)
-	},
-	Newest: func(*connector.Response) bool { return false },
-}
 
 // plan asks the dataset's service path with serviceKey (the provider's
 // auth param; the decoding key, encoded once), the dataset's parameters
@@ -62,18 +44,11 @@ var steps = connector.Steps{
 // of the body) lies beyond pageNo × numOfRows.
 func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
-	if r.Path == "" {
-		return connector.Plan{}, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.path"}
-	}
-	key, err := b.Credential("service_key")
+	key, err := b.QueryKey("service_key", "serviceKey")
 	if err != nil {
 		return connector.Plan{}, err
 	}
-	key = decodingKey(b, key)
-	param := b.Provider().Auth.Param
-	if param == "" {
-		param = "serviceKey"
-	}
+	key.Value = decodingKey(b, key.Value)
 	size := r.PageSize
 	if req.Limit > 0 {
 		size = req.Limit
@@ -81,7 +56,7 @@ func plan(b *connector.Base, call connector.Call, req connector.Request) (connec
 	if size <= 0 {
 		size = DefaultPageSize
 	}
-	q := []registry.Param{{Name: param, Value: key}}
+	q := []registry.Param{key}
 	params := r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To))
 	// A pageNo the dataset declares is its first page; Page counts from it.
 	first := 1
@@ -113,10 +88,7 @@ func plan(b *connector.Base, call connector.Call, req connector.Request) (connec
 		}
 		q = append(q, p)
 	}
-	format := r.Format
-	if format == "" {
-		format = "json"
-	}
+	format := connector.Format(r)
 	method := r.Method
 	if method == "" {
 		method = http.MethodGet

@@ -14,48 +14,36 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns an ECOS connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"stat_code"}, Plan: plan, Probe: probe, Newest: func(resp *connector.Response) bool { return resp != nil && !resp.More }})
 }
+
+// Connector speaks ECOS: the connector skeleton with ECOS's plan. A probe
+// asks for the rows of a recent window sized to the cycle (ProbeFrom), at
+// most ProbeRows of them in one call; its answer holds the newest period
+// unless list_total_count says rows were left out.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // DefaultPageSize is the rows asked per call when the dataset names no
 // page_size.
 const DefaultPageSize = 1000
-
-// Connector speaks ECOS: the connector skeleton with ECOS's steps.
-type Connector struct {
-	connector.Skeleton
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns an ECOS connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	return connector.Assemble[Connector](p, opts, steps)
-}
 
 // ProbeRows is how many rows a probe asks for: every row of the probe
 // window (at most 15 periods of one item), so that the answer, oldest
 // first, ends with the newest period.
 const ProbeRows = 100
 
-// steps are ECOS's part of its connector. A probe asks for the rows of a
-// recent window sized to the cycle (ProbeFrom), at most ProbeRows of them
-// in one call; its answer holds the newest period unless list_total_count
-// says rows were left out.
-var steps = connector.Steps{
-	Plan: plan,
-	Probe: func(b *connector.Base, ds *registry.Dataset) connector.Request {
-		today := b.Today()
-		from := today.AddDate(0, 0, -14)
-		if ds != nil {
-			from = ProbeFrom(ds.Request.Cycle, today)
-		}
-		return connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}
-	},
-	Newest: func(resp *connector.Response) bool { return resp != nil && !resp.More },
+// probe asks for the window ProbeFrom sizes to the dataset's cycle.
+func probe(b *connector.Base, ds *registry.Dataset) connector.Request {
+	today := b.Today()
+	from := today.AddDate(0, 0, -14)
+	if ds != nil {
+		from = ProbeFrom(ds.Request.Cycle, today)
+	}
+	return connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}
 }
 
 // ProbeFrom is the start of the probe window of a cycle ending today (D:
@@ -95,9 +83,6 @@ func plan(b *connector.Base, call connector.Call, req connector.Request) (connec
 func build(b *connector.Base, req connector.Request) (u string, end int, format string, _ *connector.Error) {
 	bad := func(msg string) *connector.Error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
 	r := req.Dataset.Request
-	if r.StatCode == "" {
-		return "", 0, "", bad("the dataset needs request.stat_code")
-	}
 	from, err := FormatDate(r.Cycle, req.From)
 	if err != nil {
 		return "", 0, "", bad(err.Error())
@@ -116,10 +101,7 @@ func build(b *connector.Base, req connector.Request) (u string, end int, format 
 	}
 	start := (req.PageOrFirst()-1)*size + 1
 	end = start + size - 1
-	format = r.Format
-	if format == "" {
-		format = "json"
-	}
+	format = connector.Format(r)
 	segs := []string{"api", Service, key, format, "kr", strconv.Itoa(start), strconv.Itoa(end),
 		r.StatCode, r.Cycle, from, to}
 	items := r.Items

@@ -10,11 +10,17 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns a FRED connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"series_id"}, Plan: plan, Probe: connector.LastDays(ProbeDays, 1), Newest: connector.HoldsNewest})
 }
+
+// Connector speaks FRED: the connector skeleton with FRED's plan. A probe
+// asks for the newest observation of the last ProbeDays days (limit=1,
+// sort_order=desc), which holds the series' newest period.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // ObservationsPath is the series observations endpoint.
 const ObservationsPath = "/fred/series/observations"
@@ -26,29 +32,6 @@ const maxLimit = 100000
 // series have an observation in it; the probe asks for one row.
 const ProbeDays = 400
 
-// Connector speaks FRED: the connector skeleton with FRED's steps.
-type Connector struct {
-	connector.Skeleton
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns a FRED connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	return connector.Assemble[Connector](p, opts, steps)
-}
-
-// steps are FRED's part of its connector. A probe asks for the newest
-// observation of the last ProbeDays days (limit=1, sort_order=desc),
-// which holds the series' newest period.
-var steps = connector.Steps{
-	Plan: plan,
-	Probe: func(b *connector.Base, ds *registry.Dataset) connector.Request {
-		return b.ProbeDays(ds, ProbeDays, 1)
-	},
-	Newest: func(*connector.Response) bool { return true },
-}
-
 // plan asks for the series' observations from From to To
 // (observation_start/observation_end, YYYY-MM-DD). Limit sets limit;
 // Page > 1 sets offset = (Page-1) × limit; Response.Next asks for the
@@ -56,25 +39,15 @@ var steps = connector.Steps{
 // before the observations: the head decides). A probe asks newest first.
 func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
-	if r.SeriesID == "" {
-		return connector.Plan{}, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.series_id"}
-	}
-	key, err := b.Credential("api_key")
+	format := connector.Format(r)
+	key, err := b.QueryKey("api_key", "api_key")
 	if err != nil {
 		return connector.Plan{}, err
-	}
-	format := r.Format
-	if format == "" {
-		format = "json"
-	}
-	param := b.Provider().Auth.Param
-	if param == "" {
-		param = "api_key"
 	}
 	from, to := connector.CivilDate(req.From), connector.CivilDate(req.To)
 	q := []registry.Param{
 		{Name: "series_id", Value: r.SeriesID},
-		{Name: param, Value: key},
+		key,
 		{Name: "file_type", Value: format},
 		{Name: "observation_start", Value: from.Format("2006-01-02")},
 		{Name: "observation_end", Value: to.Format("2006-01-02")},

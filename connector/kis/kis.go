@@ -20,11 +20,7 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
-}
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // ProbeDays is how many days back a probe asks for.
 const ProbeDays = 14
@@ -45,8 +41,6 @@ type Connector struct {
 	refusals int
 }
 
-var _ connector.Connector = (*Connector)(nil)
-
 // New returns a KIS connector. Without Options.TokenStore, tokens are kept
 // in this process only (tokenstore.Memory).
 func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
@@ -59,16 +53,11 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 		store = tokenstore.NewMemory()
 	}
 	c := &Connector{store: store, flight: make(chan struct{}, 1)}
-	c.Skeleton = connector.NewSkeleton(b, connector.Steps{
-		Plan: c.plan,
-		// A probe asks for the last ProbeDays days of the dataset (one
-		// call; KIS answers at most about 50 rows, newest first, so the
-		// answer holds the newest row).
-		Probe: func(b *connector.Base, ds *registry.Dataset) connector.Request {
-			return b.ProbeDays(ds, ProbeDays, 0)
-		},
-		Newest: func(*connector.Response) bool { return true },
-	})
+	// A probe asks for the last ProbeDays days of the dataset (one call;
+	// KIS answers at most about 50 rows, newest first, so the answer holds
+	// the newest row).
+	c.Skeleton = connector.NewSkeleton(b, connector.Steps{Needs: []string{"path", "tr_id"}, Plan: c.plan,
+		Probe: connector.LastDays(ProbeDays, 0), Newest: connector.HoldsNewest})
 	return c, nil
 }
 
@@ -79,10 +68,6 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 // response header: the head decides); Response.Next asks for it.
 func (c *Connector) plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
-	if r.Path == "" || r.TrID == "" {
-		return connector.Plan{}, &connector.Error{Class: connector.BadRequest,
-			Message: "the dataset needs request.path and request.tr_id"}
-	}
 	appKey, err := b.Credential("app_key")
 	if err != nil {
 		return connector.Plan{}, err

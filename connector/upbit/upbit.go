@@ -21,11 +21,17 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns an UPBIT connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"market"}, Plan: plan, Probe: probe, Newest: connector.HoldsNewest})
 }
+
+// Connector speaks UPBIT: the connector skeleton with UPBIT's plan. A
+// probe asks for today's single candle (count=1, the UTC candle day), the
+// newest there is.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // DaysPath is the daily candles endpoint, the default path.
 const DaysPath = "/v1/candles/days"
@@ -36,27 +42,10 @@ const MaxCount = 200
 // quotationPrefixes are the public endpoints, which need no JWT.
 var quotationPrefixes = []string{"/v1/candles/", "/v1/market/", "/v1/trades/", "/v1/ticker", "/v1/orderbook"}
 
-// Connector speaks UPBIT: the connector skeleton with UPBIT's steps.
-type Connector struct {
-	connector.Skeleton
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns an UPBIT connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	return connector.Assemble[Connector](p, opts, steps)
-}
-
-// steps are UPBIT's part of its connector. A probe asks for today's single
-// candle (count=1, the UTC candle day), the newest there is.
-var steps = connector.Steps{
-	Plan: plan,
-	Probe: func(b *connector.Base, ds *registry.Dataset) connector.Request {
-		today := connector.CivilDate(b.Now().UTC())
-		return connector.Request{Dataset: ds, From: today, To: today}
-	},
-	Newest: func(*connector.Response) bool { return true },
+// probe asks for today's candle: the UTC candle day.
+func probe(b *connector.Base, ds *registry.Dataset) connector.Request {
+	today := connector.CivilDate(b.Now().UTC())
+	return connector.Request{Dataset: ds, From: today, To: today}
 }
 
 // CandleWindow returns the to and count parameters of the daily candles
@@ -98,9 +87,6 @@ func cursorWindow(from time.Time, cursor string) (time.Time, int, error) {
 func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
 	bad := func(msg string) error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
-	if r.Market == "" {
-		return connector.Plan{}, bad("the dataset needs request.market")
-	}
 	toParam, count, err := CandleWindow(req.From, req.To)
 	if err != nil {
 		return connector.Plan{}, bad(err.Error())
