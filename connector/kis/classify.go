@@ -139,11 +139,8 @@ func (e envelope) message() string {
 // tr_cont of M or F means more pages. The provider's msg_cd and msg1 are
 // kept in every error.
 func classify(h connector.Head) connector.Verdict {
-	env := envelope{}
-	isJSON := connector.Sniff(h.Bytes) == "json"
-	if isJSON {
-		env = readEnvelope(h.Bytes)
-	}
+	env, format := connector.ReadEnvelope(h.Bytes, readEnvelope, nil)
+	isJSON := format == "json"
 	code := env.code()
 	if c, ok := codeClasses[code]; ok && (code != "" && (!env.hasRtCd || env.rtCd != "0")) {
 		v := connector.Fail(c, code, env.message())
