@@ -163,30 +163,21 @@ func marketFor(seed int64, name string) market {
 	return m
 }
 
+// priceUnits are UPBIT's KRW price units: a price of at least from
+// moves in steps of unit; below the last, 0.0001.
+var priceUnits = []struct{ from, unit float64 }{
+	{2e6, 1000}, {1e6, 500}, {5e5, 100}, {1e5, 50}, {1e4, 10},
+	{1e3, 1}, {100, 0.1}, {10, 0.01}, {1, 0.001},
+}
+
 // tick rounds a KRW price to UPBIT's price unit.
 func tick(p float64) float64 {
-	var unit float64
-	switch {
-	case p >= 2e6:
-		unit = 1000
-	case p >= 1e6:
-		unit = 500
-	case p >= 5e5:
-		unit = 100
-	case p >= 1e5:
-		unit = 50
-	case p >= 1e4:
-		unit = 10
-	case p >= 1e3:
-		unit = 1
-	case p >= 100:
-		unit = 0.1
-	case p >= 10:
-		unit = 0.01
-	case p >= 1:
-		unit = 0.001
-	default:
-		unit = 0.0001
+	unit := 0.0001
+	for _, u := range priceUnits {
+		if p >= u.from {
+			unit = u.unit
+			break
+		}
 	}
 	return math.Round(p/unit) * unit
 }
