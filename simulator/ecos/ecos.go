@@ -33,6 +33,7 @@ const (
 
 // provider is the ECOS wire of one simulator.
 type provider struct {
+	simulator.Stateless
 	h     *simulator.Host
 	stats map[string][]*registry.Dataset // stat code → datasets
 	serve simulator.Handler
@@ -47,28 +48,22 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 // Route claims every path under /api/; the key segment tells the registry
 // provider, the stat code and items the dataset.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		if !strings.HasPrefix(path, "/api/") {
-			continue
+			return simulator.Route{}, false
 		}
 		in := p.h.First()
 		seg := strings.Split(strings.TrimPrefix(path, "/api/"), "/")
 		if len(seg) > 1 {
-			if owner := p.h.Owner("api_key", seg[1]); owner != nil {
-				in = owner
-			}
+			in = p.h.OwnerOr("api_key", seg[1], in)
 		}
 		var ds *registry.Dataset
 		if len(seg) > 6 {
 			ds = bestDataset(p.stats[seg[6]], in.Provider().ID, seg)
 		}
 		return simulator.Route{Instance: in, Dataset: ds, Path: path, LogPath: redactPath(path), Serve: p.serve}, true
-	}
-	return simulator.Route{}, false
+	})
 }
-
-// Reset has nothing to forget.
-func (p *provider) Reset() {}
 
 // redactPath removes the key segment.
 func redactPath(path string) string {

@@ -29,6 +29,7 @@ const observationsPath = "/fred/series/observations"
 
 // provider is the FRED wire of one simulator.
 type provider struct {
+	simulator.Stateless
 	h      *simulator.Host
 	series map[string][]*registry.Dataset // series id → datasets
 	serve  simulator.Handler
@@ -42,23 +43,16 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 
 // Route claims /fred/series/observations.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		if path != observationsPath {
-			continue
+			return simulator.Route{}, false
 		}
 		q := r.URL.Query()
-		in := p.h.Owner("api_key", q.Get("api_key"))
-		if in == nil {
-			in = p.h.First()
-		}
+		in := p.h.OwnerOr("api_key", q.Get("api_key"), p.h.First())
 		ds := simulator.BestDataset(p.series[q.Get("series_id")], in.Provider().ID, nil, nil)
 		return simulator.Route{Instance: in, Dataset: ds, Path: path, Serve: p.serve}, true
-	}
-	return simulator.Route{}, false
+	})
 }
-
-// Reset has nothing to forget.
-func (p *provider) Reset() {}
 
 const keyHelp = "  Read https://fred.stlouisfed.org/docs/api/api_key.html for more information."
 

@@ -73,7 +73,7 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 
 // Route claims the token endpoints and the declared dataset paths.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		switch path {
 		case "/oauth2/tokenP":
 			return simulator.Route{Instance: p.h.First(), Path: path, Serve: p.serveToken}, true
@@ -81,16 +81,13 @@ func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
 			return simulator.Route{Instance: p.h.First(), Path: path, Serve: p.serveRevoke}, true
 		}
 		if cands := p.routes[path]; len(cands) > 0 {
-			in := p.h.Owner("app_key", r.Header.Get("appkey"))
-			if in == nil {
-				in = p.h.Instance(cands[0].Provider)
-			}
+			in := p.h.OwnerOr("app_key", r.Header.Get("appkey"), p.h.Instance(cands[0].Provider))
 			trID := r.Header.Get("tr_id")
 			ds := simulator.BestDataset(cands, in.Provider().ID, r.URL.Query(), func(d *registry.Dataset) bool { return d.Request.TrID == trID })
 			return simulator.Route{Instance: in, Dataset: ds, Path: path, Serve: p.serveData}, true
 		}
-	}
-	return simulator.Route{}, false
+		return simulator.Route{}, false
+	})
 }
 
 // Reset forgets the paging cursors.

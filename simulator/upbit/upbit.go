@@ -56,7 +56,7 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 
 // Route claims the candle paths and the exchange endpoints.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		in := p.h.First()
 		switch {
 		case strings.HasPrefix(path, "/v1/candles/"):
@@ -67,8 +67,8 @@ func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
 		case path == "/v1/accounts" || path == "/v1/orders/chance":
 			return simulator.Route{Instance: in, Path: path, Serve: p.serveExchange}, true
 		}
-	}
-	return simulator.Route{}, false
+		return simulator.Route{}, false
+	})
 }
 
 // Reset keeps the used nonces used.
