@@ -24,10 +24,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	simulator.Register(simulator.Registration{Connector: "datago", New: newProvider, Credential: credential})
-}
-
 // credential shapes the test key like a real decoding key: 88 base64
 // characters ending in "==" and holding '+' and '/', so that a key encoded
 // twice or not at all is rejected as the portal does.
@@ -61,6 +57,10 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	}
 	p.serve, p.serveUnknown = p.operation, p.unknown
 	return p, nil
+}
+
+func init() {
+	simulator.Register(simulator.Registration{Connector: "datago", New: newProvider, Credential: credential})
 }
 
 // Route claims the declared paths and any other path under a declared

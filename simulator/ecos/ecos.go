@@ -20,12 +20,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	// The test key is shaped like a real one: 20 upper-case letters and
-	// digits.
-	simulator.Register(simulator.Registration{Connector: "ecos", New: newProvider, Credential: simulator.Shaped(simulator.AlnumUpper, 20)})
-}
-
 const (
 	ctJSON = "application/json;charset=UTF-8"
 	ctXML  = "text/xml;charset=UTF-8"
@@ -43,6 +37,12 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	p := &provider{h: h, stats: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.StatCode })}
 	p.serve = p.statisticSearch
 	return p, nil
+}
+
+func init() {
+	// The test key is shaped like a real one: 20 upper-case letters and
+	// digits.
+	simulator.Register(simulator.Registration{Connector: "ecos", New: newProvider, Credential: simulator.Shaped(simulator.AlnumUpper, 20)})
 }
 
 // Route claims every path under /api/; the key segment tells the registry
@@ -130,15 +130,9 @@ func result(xml bool, code, outcome string) *simulator.Reply {
 		b = append(b, "\n</RESULT>\n"...)
 		return simulator.NewReply(http.StatusOK, ctXML, b, outcome)
 	}
-	var w simulator.JSON
-	w.Open('{')
-	w.Key("RESULT")
-	w.Open('{')
-	w.KStr("CODE", code)
-	w.KStr("MESSAGE", msg)
-	w.Close('}')
-	w.Close('}')
-	return simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), outcome)
+	return simulator.JSONReply(http.StatusOK, ctJSON, outcome, func(w *simulator.JSON) {
+		w.KObject("RESULT", func() { w.KStr("CODE", code); w.KStr("MESSAGE", msg) })
+	})
 }
 
 // statisticSearch answers GET /api/StatisticSearch/{KEY}/{json|xml}/{kr|en}/

@@ -19,12 +19,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	// The test key is shaped like a real one: 32 lower-case letters and
-	// digits (anything else is refused).
-	simulator.Register(simulator.Registration{Connector: "fred", New: newProvider, Credential: simulator.Shaped(simulator.AlnumLower, 32)})
-}
-
 const observationsPath = "/fred/series/observations"
 
 // provider is the FRED wire of one simulator.
@@ -39,6 +33,12 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	p := &provider{h: h, series: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.SeriesID })}
 	p.serve = p.observations
 	return p, nil
+}
+
+func init() {
+	// The test key is shaped like a real one: 32 lower-case letters and
+	// digits (anything else is refused).
+	simulator.Register(simulator.Registration{Connector: "fred", New: newProvider, Credential: simulator.Shaped(simulator.AlnumLower, 32)})
 }
 
 // Route claims /fred/series/observations.
@@ -90,12 +90,10 @@ func fail(xml bool, status int, msg, outcome string) *simulator.Reply {
 		b = append(b, "\"/>\n"...)
 		return simulator.NewReply(status, "text/xml; charset=UTF-8", b, outcome)
 	}
-	var w simulator.JSON
-	w.Open('{')
-	w.KInt("error_code", int64(status))
-	w.KStr("error_message", msg)
-	w.Close('}')
-	return simulator.NewReply(status, "application/json; charset=UTF-8", w.Bytes(), outcome)
+	return simulator.JSONReply(status, "application/json; charset=UTF-8", outcome, func(w *simulator.JSON) {
+		w.KInt("error_code", int64(status))
+		w.KStr("error_message", msg)
+	})
 }
 
 func isKey(k string) bool {

@@ -29,11 +29,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	// The test keys are shaped like real ones: 40 letters and digits.
-	simulator.Register(simulator.Registration{Connector: "upbit", New: newProvider, Credential: simulator.Shaped(simulator.AlnumMixed, 40)})
-}
-
 const ctJSON = "application/json;charset=UTF-8"
 
 // provider is the UPBIT wire of one simulator. nonces are guarded by the
@@ -52,6 +47,11 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 		markets: simulator.Index(h.Datasets(), func(ds *registry.Dataset) string { return ds.Request.Market })}
 	p.serveCandles, p.serveExchange = p.candlesReply, p.exchange
 	return p, nil
+}
+
+func init() {
+	// The test keys are shaped like real ones: 40 letters and digits.
+	simulator.Register(simulator.Registration{Connector: "upbit", New: newProvider, Credential: simulator.Shaped(simulator.AlnumMixed, 40)})
 }
 
 // Route claims the candle paths and the exchange endpoints.
@@ -88,15 +88,9 @@ var BlockRule = simulator.BlockRule{Strikes: 5, Window: 10 * time.Second, Base: 
 const maxNonces = 100000
 
 func fail(status int, name, msg, outcome string) *simulator.Reply {
-	var w simulator.JSON
-	w.Open('{')
-	w.Key("error")
-	w.Open('{')
-	w.KStr("name", name)
-	w.KStr("message", msg)
-	w.Close('}')
-	w.Close('}')
-	return simulator.NewReply(status, ctJSON, w.Bytes(), outcome)
+	return simulator.JSONReply(status, ctJSON, outcome, func(w *simulator.JSON) {
+		w.KObject("error", func() { w.KStr("name", name); w.KStr("message", msg) })
+	})
 }
 
 // scopesOf returns the scope a call is charged to: the named one, else
