@@ -33,9 +33,9 @@ type Steps struct {
 	// Plan builds the request for a dataset Base.Dataset accepted (call,
 	// req.Dataset): its URL with credentials, headers, body, format and
 	// classifier, and how it is sent and paged. An error fails the call
-	// before anything is sent (Base.Fail, AsError, status 0): the
-	// dataset's request fields missing, a credential unavailable, a range
-	// the provider cannot ask.
+	// before anything is sent (Base.Fail, AsError, status 0): a
+	// credential unavailable, a range or parameter the provider cannot
+	// ask.
 	Plan func(b *Base, call Call, req Request) (Plan, error)
 	// Probe returns the request a probe of ds sends: the provider's
 	// cheapest window ending today and its row limit. ds may be nil (the
@@ -60,8 +60,16 @@ type Plan struct {
 	Pages func(resp *Response)
 }
 
-// NewSkeleton returns the skeleton that runs a provider's steps on b.
+// NewSkeleton returns the skeleton that runs a provider's steps on b. A
+// Steps.Needs naming a field it does not know is a programming error: it
+// panics.
 func NewSkeleton(b *Base, steps Steps) Skeleton {
+	known := requestFields(registry.Request{})
+	for _, f := range steps.Needs {
+		if _, ok := known[f]; !ok {
+			panic("connector: Steps.Needs names an unknown request field " + f)
+		}
+	}
 	return Skeleton{base: b, steps: steps}
 }
 
@@ -98,7 +106,7 @@ func FactoryOf[C Connector](newC func(*registry.Provider, Options) (C, error)) F
 	}
 }
 
-// Base returns the shared skeleton the connector sends through.
+// Base returns the Base the connector sends through.
 func (s *Skeleton) Base() *Base { return s.base }
 
 // Fetch builds, signs and sends the request for a dataset and date range
@@ -146,18 +154,20 @@ func (s *Skeleton) fetch(ctx context.Context, req Request, probe bool) (*Respons
 
 // missing reports whether r leaves any of the fields empty.
 func missing(r registry.Request, fields []string) bool {
-	values := map[string]string{"path": r.Path, "tr_id": r.TrID, "stat_code": r.StatCode,
-		"series_id": r.SeriesID, "market": r.Market}
+	values := requestFields(r)
 	for _, f := range fields {
-		v, known := values[f]
-		if !known {
-			panic("connector: Steps.Needs names an unknown request field " + f)
-		}
-		if v == "" {
+		if values[f] == "" {
 			return true
 		}
 	}
 	return false
+}
+
+// requestFields are the request fields Steps.Needs may name, by their
+// registry names.
+func requestFields(r registry.Request) map[string]string {
+	return map[string]string{"path": r.Path, "tr_id": r.TrID, "stat_code": r.StatCode,
+		"series_id": r.SeriesID, "market": r.Market}
 }
 
 // PagesByMore sets the Next of an answer whose head tells whether more
