@@ -16,7 +16,7 @@ import (
 
 // New returns an ECOS connector.
 func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"stat_code"}, Plan: plan, Probe: probe, Newest: func(resp *connector.Response) bool { return resp != nil && !resp.More }})
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"stat_code"}, Plan: plan, Probe: probe, Newest: complete})
 }
 
 // Connector speaks ECOS: the connector skeleton with ECOS's plan. A probe
@@ -35,6 +35,10 @@ const DefaultPageSize = 1000
 // window (at most 15 periods of one item), so that the answer, oldest
 // first, ends with the newest period.
 const ProbeRows = 100
+
+// complete reports whether a probe's answer holds every row of its window:
+// list_total_count says none were left out.
+func complete(resp *connector.Response) bool { return resp != nil && !resp.More }
 
 // probe asks for the window ProbeFrom sizes to the dataset's cycle.
 func probe(b *connector.Base, ds *registry.Dataset) connector.Request {

@@ -12,7 +12,8 @@ import (
 
 // New returns a FRED connector.
 func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"series_id"}, Plan: plan, Probe: connector.LastDays(ProbeDays, 1), Newest: connector.HoldsNewest})
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"series_id"}, Plan: plan,
+		Probe: connector.LastDays(ProbeDays, 1), Newest: connector.HoldsNewest})
 }
 
 // Connector speaks FRED: the connector skeleton with FRED's plan. A probe
