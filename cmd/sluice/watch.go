@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -218,8 +217,7 @@ func dash(s string) string {
 
 func writeWatchTable(out io.Writer, reg *registry.Registry, states []watch.DatasetState, running map[string]watchsync.Watch,
 	statuses map[string]workflows.WatchStatus, now time.Time) {
-	t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "DATASET\tPROVIDER\tSTATE\tSINCE\tLAST PROBE\tOUTCOME\tLAST SUCCESS\tNEWEST\tLATE\tNEXT\tREASON")
+	t := newTable(out, "DATASET\tPROVIDER\tSTATE\tSINCE\tLAST PROBE\tOUTCOME\tLAST SUCCESS\tNEWEST\tLATE\tNEXT\tREASON")
 	counts := map[watch.State]int{}
 	for _, s := range states {
 		counts[s.State]++
@@ -302,22 +300,19 @@ are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 			if err != nil {
 				return err
 			}
-			tc, err := tf.dialQuiet(ctx)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			running, err := watchsync.Running(ctx, tc)
-			if err != nil {
-				return err
-			}
-			steps := watchsync.Plan(reg, running, tf.taskQueue)
-			var applyErr error
-			if !dryRun {
-				applyErr = watchsync.Apply(ctx, tc, reg, tf.taskQueue, steps)
-			}
-			writeSyncSteps(cmd.OutOrStdout(), steps, dryRun)
-			return applyErr
+			return tf.withClient(ctx, func(tc client.Client) error {
+				running, err := watchsync.Running(ctx, tc)
+				if err != nil {
+					return err
+				}
+				steps := watchsync.Plan(reg, running, tf.taskQueue)
+				var applyErr error
+				if !dryRun {
+					applyErr = watchsync.Apply(ctx, tc, reg, tf.taskQueue, steps)
+				}
+				writeSyncSteps(cmd.OutOrStdout(), steps, dryRun)
+				return applyErr
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
@@ -326,8 +321,7 @@ are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 }
 
 func writeSyncSteps(out io.Writer, steps []watchsync.Step, dryRun bool) {
-	t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "ACTION\tWORKFLOW\tREASON")
+	t := newTable(out, "ACTION\tWORKFLOW\tREASON")
 	counts := map[watchsync.Action]int{}
 	for _, s := range steps {
 		counts[s.Action]++
@@ -476,8 +470,7 @@ func writeChanges(out io.Writer, changes []watch.Change) {
 		fmt.Fprintln(out, "no Changes")
 		return
 	}
-	t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "AT\tDATASET\tKIND\tFROM → TO\tSUMMARY")
+	t := newTable(out, "AT\tDATASET\tKIND\tFROM → TO\tSUMMARY")
 	for _, c := range changes {
 		fromTo := c.From + " → " + c.To
 		if c.Kind == watch.ChangeShape {
