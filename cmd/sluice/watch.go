@@ -86,20 +86,20 @@ func (r *readFlags) bind(fs *pflag.FlagSet) {
 }
 
 // watches lists the running watch workflows on the configured Temporal,
-// within a few seconds.
-func (r *readFlags) watches(ctx context.Context) (client.Client, map[string]watchsync.Watch, error) {
+// within a few seconds, and runs do with the client and the list; the
+// client is closed when do returns. do does not run when Temporal cannot
+// say.
+func (r *readFlags) watches(ctx context.Context, do func(tc client.Client, running map[string]watchsync.Watch)) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	tc, err := r.tf.dialQuiet(dctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	running, err := watchsync.Running(dctx, tc)
-	if err != nil {
-		tc.Close()
-		return nil, nil, err
-	}
-	return tc, running, nil
+	return r.tf.withClient(dctx, func(tc client.Client) error {
+		running, err := watchsync.Running(dctx, tc)
+		if err != nil {
+			return err
+		}
+		do(tc, running)
+		return nil
+	})
 }
 
 // selectDatasets returns the ids of the registry's probed datasets that
@@ -167,12 +167,12 @@ docs/watch.md has the rules. ` + "`sluice watch sync`" + ` starts and stops the 
 				return err
 			}
 			// running stays nil when Temporal cannot say.
+			var running map[string]watchsync.Watch
 			var statuses map[string]workflows.WatchStatus
-			tc, running, terr := rf.watches(ctx)
-			if terr == nil {
-				defer tc.Close()
+			terr := rf.watches(ctx, func(tc client.Client, r map[string]watchsync.Watch) {
+				running = r
 				statuses, _ = watchsync.Query(ctx, tc, pick(running, ids), 5*time.Second)
-			}
+			})
 			if rf.json {
 				return writeWatchJSON(cmd.OutOrStdout(), reg, states, running, statuses)
 			}
@@ -405,8 +405,7 @@ duration back from now (90m, 24h, 7d).`,
 			writeChanges(cmd.OutOrStdout(), changes)
 			// Changes stop coming for a dataset whose watch does not run:
 			// say so.
-			if tc, running, err := rf.watches(ctx); err == nil {
-				tc.Close()
+			_ = rf.watches(ctx, func(_ client.Client, running map[string]watchsync.Watch) {
 				ids, _ := selectDatasets(reg, datasets, nil)
 				var missing []string
 				for _, id := range ids {
@@ -419,7 +418,7 @@ duration back from now (90m, 24h, 7d).`,
 				if len(missing) > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "note: %d dataset(s) have no running watch (`sluice watch sync` starts them): %s\n", len(missing), strings.Join(clip(missing, 10), ", "))
 				}
-			}
+			})
 			return nil
 		},
 	}
