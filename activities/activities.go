@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/metrics"
@@ -119,13 +117,4 @@ func New(cfg Config) (*Activities, error) {
 		a.connectors[p.ID] = c
 	}
 	return a, nil
-}
-
-// heartbeat returns a function that records an activity heartbeat, or nil
-// outside an activity.
-func heartbeat(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) {
-		return nil
-	}
-	return func() { activity.RecordHeartbeat(ctx) }
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"time"
 
@@ -254,21 +253,4 @@ func backoff(attempt int32, base, limit time.Duration) time.Duration {
 	}
 	d = min(d, limit)
 	return d/2 + rand.N(d/2+1)
-}
-
-// heartbeatReader records an activity heartbeat at most once a second
-// while a body streams.
-type heartbeatReader struct {
-	r    io.Reader
-	beat func()
-	last time.Time
-}
-
-func (h *heartbeatReader) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	if now := time.Now(); now.Sub(h.last) >= time.Second {
-		h.last = now
-		h.beat()
-	}
-	return n, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/internal/heartbeat"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -105,10 +106,7 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 				resp.Body.Close()
 				return out, fail(connector.Transient, "paging", fmt.Sprintf("page %d is %s where page 1 was %s", total+1, resp.Ext, ext))
 			}
-			body := io.Reader(&objectReader{r: resp.Body, size: size})
-			if hb := heartbeat(ctx); hb != nil {
-				body = &heartbeatReader{r: body, beat: hb}
-			}
+			body := heartbeat.Reader(ctx, &objectReader{r: resp.Body, size: size})
 			p, err := w.WritePage(body)
 			resp.Body.Close()
 			if size.over {

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/internal/heartbeat"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/watch"
@@ -165,7 +165,8 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNotWatched, nil)
 	}
 	cfg = cfg.Scaled(a.cfg.RateScale)
-	defer keepBeating(ctx)()
+	// A worker that dies mid-probe is noticed within the heartbeat timeout.
+	defer heartbeat.Every(ctx, 5*time.Second)()
 
 	p := a.probe(ctx, conn, ds, ProbeWait(interval))
 	if ctx.Err() != nil {
@@ -327,29 +328,4 @@ func probeGate(gate func(context.Context, connector.Call) (connector.Permit, err
 		}
 		return permit, nil
 	}
-}
-
-// keepBeating records an activity heartbeat every few seconds until the
-// returned function is called, so that a worker that dies mid-probe is
-// noticed within the heartbeat timeout; nothing outside an activity.
-func keepBeating(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
 }

@@ -16,6 +16,13 @@
 // connector per provider and process and share it: the KIS connector
 // single-flights its token refresh per instance.
 //
+// Every provider connector is the one Skeleton filled in with the
+// provider's Steps: the request fields it needs, a Plan that builds the
+// request (URL, credentials, headers, classifier; how it is sent and how
+// its answers page) and its probe. The Skeleton checks the dataset, fails
+// what the plan rejects, sends through Base.Do, sets Response.Next and
+// reads the probe's answer, the same way for every provider.
+//
 // A Connector hands back the raw response body as a stream: bronze keeps
 // the bytes exactly as the provider sent them (any gzip or deflate
 // Content-Encoding removed).

@@ -72,6 +72,22 @@ func Sniff(head []byte) string {
 	return ""
 }
 
+// ReadEnvelope reads a provider's envelope from the head of an answer in
+// the format the head is in (Sniff): with fromJSON for JSON, with fromXML
+// for XML (nil: the provider answers no XML). Any other head gives the
+// zero envelope. It returns the sniffed format too.
+func ReadEnvelope[E any](head []byte, fromJSON, fromXML func([]byte) E) (E, string) {
+	var env E
+	format := Sniff(head)
+	switch {
+	case format == "json" && fromJSON != nil:
+		env = fromJSON(head)
+	case format == "xml" && fromXML != nil:
+		env = fromXML(head)
+	}
+	return env, format
+}
+
 // htmlStarts are how an HTML page begins (lower-cased, after a byte-order
 // mark and white space): a gateway's or web server's error page, a
 // maintenance page, a login wall.

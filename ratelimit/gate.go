@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/internal/heartbeat"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/registry"
 )
@@ -192,7 +191,8 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	if e := g.spentError(call, scopes); e != nil {
 		return connector.Permit{}, e
 	}
-	stop := keepAlive(ctx)
+	// A call waiting for its permits keeps its activity alive.
+	stop := heartbeat.Every(ctx, time.Second)
 	defer stop()
 	start := time.Now()
 	permits, err := g.hold(ctx, scopes, call.Priority, call.Tracks)
@@ -341,30 +341,6 @@ func heldOnly(held []Permit, have []bool) []Permit {
 		}
 	}
 	return out
-}
-
-// keepAlive heartbeats an activity about every second until stopped, so
-// that a call waiting for its permits keeps its activity alive.
-func keepAlive(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 // Observe is connector.Options.Observe: it counts the call, exports what

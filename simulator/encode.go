@@ -47,6 +47,14 @@ func (w *JSON) Key(k string) {
 	w.comma = false
 }
 
+// KObject writes an object member k whose own members members writes.
+func (w *JSON) KObject(k string, members func()) {
+	w.Key(k)
+	w.Open('{')
+	members()
+	w.Close('}')
+}
+
 // Str writes a string value.
 func (w *JSON) Str(v string) {
 	w.sep()

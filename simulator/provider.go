@@ -191,6 +191,33 @@ func (h *Host) Owner(role, v string) *Instance {
 	return nil
 }
 
+// OwnerOr returns the provider of the connector whose credential role
+// accepts v (Owner), else fallback.
+func (h *Host) OwnerOr(role, v string, fallback *Instance) *Instance {
+	if in := h.Owner(role, v); in != nil {
+		return in
+	}
+	return fallback
+}
+
+// Claim is the loop of a provider's Route: the route of the first of the
+// request's paths (Paths) that claim takes.
+func (h *Host) Claim(r *http.Request, claim func(path string) (Route, bool)) (Route, bool) {
+	for _, path := range h.Paths(r.URL.Path) {
+		if rt, ok := claim(path); ok {
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
+// Stateless is embedded by a Provider that keeps nothing of its own for
+// Reset to forget.
+type Stateless struct{}
+
+// Reset has nothing to forget.
+func (Stateless) Reset() {}
+
 // Datasets returns the datasets of the connector's providers, sorted by
 // id.
 func (h *Host) Datasets() []*registry.Dataset { return h.ds }

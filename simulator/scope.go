@@ -15,10 +15,8 @@ type window struct {
 	count  int
 	daily  bool // a requests_per_day quota: calendar day in the provider's timezone, never scaled
 
-	accepted timeQueue // accepted calls inside the window (enforcement)
-	all      timeQueue // every call inside the window (statistics)
-	maxAll   int
-	maxAcc   int
+	accepted callLog // accepted calls inside the window (enforcement)
+	all      callLog // every call inside the window (statistics)
 }
 
 // Scope is the exact bookkeeping of one scope instance: sliding-window
@@ -46,19 +44,15 @@ type Scope struct {
 	spent, told       synth.Day
 	againstSpentQuota int64
 
-	lastAccepted int64
-	hasAccepted  bool
-	lastAny      int64
-	hasAny       bool
-	minGapAcc    int64 // -1: fewer than two accepted calls
-	minGapAll    int64
+	// acceptedGaps follows the accepted calls, allGaps every call.
+	acceptedGaps, allGaps spacing
 
 	calls, accepted, rejected, rejectedByFault, rejectedElsewhere, blocked int64
 
 	// KIS token issuance (1 a minute per app key, scaled).
 	tokenWindow                               time.Duration
-	tokenAccepted, tokenAll                   timeQueue
-	tokenMax                                  int
+	tokenAccepted                             timeQueue
+	tokenAll                                  callLog
 	tokenRequests, tokensIssued, tokensReused int64
 	tokenRejected                             int64
 
@@ -114,17 +108,15 @@ func (st *Scope) resetCounters() {
 	for _, w := range st.windows {
 		w.accepted.reset()
 		w.all.reset()
-		w.maxAll, w.maxAcc = 0, 0
 	}
 	st.hasEpoch = false
 	st.day, st.dayAccepted, st.dayAll = 0, 0, 0
 	st.spent, st.told, st.againstSpentQuota = 0, 0, 0
-	st.hasAccepted, st.hasAny = false, false
-	st.minGapAcc, st.minGapAll = -1, -1
+	st.acceptedGaps.reset()
+	st.allGaps.reset()
 	st.calls, st.accepted, st.rejected, st.rejectedByFault, st.rejectedElsewhere, st.blocked = 0, 0, 0, 0, 0, 0
 	st.tokenAccepted.reset()
 	st.tokenAll.reset()
-	st.tokenMax = 0
 	st.tokenRequests, st.tokensIssued, st.tokensReused, st.tokenRejected = 0, 0, 0, 0
 	st.strikes.reset()
 	st.hasBlock, st.blocks = false, 0
@@ -156,37 +148,29 @@ const (
 func (st *Scope) observe(now time.Time) int64 {
 	t := st.clock(now)
 	st.calls++
-	for _, w := range st.windows {
-		if w.daily {
-			continue
-		}
-		w.all.dropThrough(t - int64(w.length))
-		w.all.push(t)
-		if n := w.all.len(); n > w.maxAll {
-			w.maxAll = n
-		}
-	}
 	st.rollDay(now)
 	st.dayAll++
 	if st.told != 0 && st.told == st.day {
 		st.againstSpentQuota++
 	}
-	for _, w := range st.windows {
-		if w.daily && st.dayAll > w.maxAll {
-			w.maxAll = st.dayAll
-		}
-	}
-	if st.hasAny {
-		gap := t - st.lastAny
-		if gap < 0 {
-			gap = 0
-		}
-		if st.minGapAll < 0 || gap < st.minGapAll {
-			st.minGapAll = gap
-		}
-	}
-	st.lastAny, st.hasAny = t, true
+	st.logCall(t, st.dayAll, func(w *window) *callLog { return &w.all })
+	st.allGaps.note(t)
 	return t
+}
+
+// logCall logs a call at t in the log of every window that pick chooses:
+// a sliding window's log takes it (its calls at or before the window's
+// start dropped), a daily window's peak rises to day, the calls of the
+// day so far.
+func (st *Scope) logCall(t int64, day int, pick func(*window) *callLog) {
+	for _, w := range st.windows {
+		l := pick(w)
+		if w.daily {
+			l.raise(day)
+			continue
+		}
+		l.add(t, t-int64(w.length))
+	}
 }
 
 func (st *Scope) rollDay(now time.Time) {
@@ -246,12 +230,12 @@ func (st *Scope) check(t int64, fraction float64) (Verdict, string) {
 			return OverWindow, w.field
 		}
 	}
-	if st.minInterval > 0 && st.hasAccepted {
+	if st.minInterval > 0 && st.acceptedGaps.seen {
 		mi := st.minInterval
 		if fraction > 0 && fraction < 1 {
 			mi = time.Duration(float64(mi) / fraction)
 		}
-		if t-st.lastAccepted < int64(mi) {
+		if t-st.acceptedGaps.last < int64(mi) {
 			return OverInterval, "min_interval_seconds"
 		}
 	}
@@ -272,31 +256,9 @@ func scaledCount(count int, fraction float64) int {
 // accept commits an Admitted call.
 func (st *Scope) accept(t int64) {
 	st.accepted++
-	for _, w := range st.windows {
-		if w.daily {
-			continue
-		}
-		w.accepted.push(t)
-		if n := w.accepted.len(); n > w.maxAcc {
-			w.maxAcc = n
-		}
-	}
 	st.dayAccepted++
-	for _, w := range st.windows {
-		if w.daily && st.dayAccepted > w.maxAcc {
-			w.maxAcc = st.dayAccepted
-		}
-	}
-	if st.hasAccepted {
-		gap := t - st.lastAccepted
-		if gap < 0 {
-			gap = 0
-		}
-		if st.minGapAcc < 0 || gap < st.minGapAcc {
-			st.minGapAcc = gap
-		}
-	}
-	st.lastAccepted, st.hasAccepted = t, true
+	st.logCall(t, st.dayAccepted, func(w *window) *callLog { return &w.accepted })
+	st.acceptedGaps.note(t)
 }
 
 // remaining returns how many more calls the tightest sliding window allows
@@ -328,11 +290,7 @@ func (st *Scope) remaining(t int64) int {
 func (st *Scope) TokenRequest(now time.Time) bool {
 	t := st.clock(now)
 	st.tokenRequests++
-	st.tokenAll.dropThrough(t - int64(st.tokenWindow))
-	st.tokenAll.push(t)
-	if n := st.tokenAll.len(); n > st.tokenMax {
-		st.tokenMax = n
-	}
+	st.tokenAll.add(t, t-int64(st.tokenWindow))
 	st.tokenAccepted.dropThrough(t - int64(st.tokenWindow))
 	if st.tokenAccepted.len() >= 1 {
 		st.tokenRejected++

@@ -27,6 +27,15 @@ func NewReply(status int, contentType string, body []byte, outcome string) *Repl
 	return &Reply{Status: status, Header: h, Body: body, Outcome: outcome}
 }
 
+// JSONReply answers with a JSON object whose members members writes.
+func JSONReply(status int, contentType, outcome string, members func(w *JSON)) *Reply {
+	var w JSON
+	w.Open('{')
+	members(&w)
+	w.Close('}')
+	return NewReply(status, contentType, w.Bytes(), outcome)
+}
+
 const ctTextHTML = "text/html"
 
 // effect is the combined result of every fault matching a request.

@@ -148,7 +148,7 @@ func (st *Scope) snapshot(now time.Time) *ScopeStats {
 		TokensIssued:           st.tokensIssued,
 		TokensReused:           st.tokensReused,
 		TokenRejected:          st.tokenRejected,
-		MaxTokensInWindow:      st.tokenMax,
+		MaxTokensInWindow:      st.tokenAll.peak,
 		Limits:                 map[string]int{},
 		WindowMS:               map[string]float64{},
 		MaxInWindow:            map[string]int{},
@@ -158,18 +158,18 @@ func (st *Scope) snapshot(now time.Time) *ScopeStats {
 	for _, w := range st.windows {
 		out.Limits[w.field] = w.count
 		out.WindowMS[w.field] = ms(int64(w.length))
-		out.MaxInWindow[w.field] = w.maxAll
-		out.MaxAcceptedInWindow[w.field] = w.maxAcc
+		out.MaxInWindow[w.field] = w.all.peak
+		out.MaxAcceptedInWindow[w.field] = w.accepted.peak
 	}
-	if st.minGapAcc >= 0 {
-		v := ms(st.minGapAcc)
+	if st.acceptedGaps.minGap >= 0 {
+		v := ms(st.acceptedGaps.minGap)
 		out.MinGapMS = &v
 	}
-	if st.minGapAll >= 0 {
-		v := ms(st.minGapAll)
+	if st.allGaps.minGap >= 0 {
+		v := ms(st.allGaps.minGap)
 		out.MinGapAllMS = &v
 	}
-	if st.hasAny {
+	if st.allGaps.seen {
 		st.rollDay(now)
 		out.DailyUsed = st.dayAccepted
 		out.QuotaSpent = st.quotaSpent()

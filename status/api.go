@@ -149,18 +149,11 @@ type SourceDoc struct {
 
 func (s *Server) datasetJSON(w http.ResponseWriter, r *http.Request) {
 	id, ok := strings.CutSuffix(r.PathValue("file"), ".json")
-	if !ok || !validID(id) || s.cfg.Registry.Dataset(id) == nil {
-		s.errorPage(w, r, http.StatusNotFound, "No such dataset.")
-		return
+	if !ok {
+		id = "" // no dataset's: datasetRequest answers 404
 	}
-	n, err := boundedInt(r, "changes", defaultChanges, 1, maxChanges)
-	if err != nil {
-		s.errorPage(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	v, err := s.datasetDetail(r.Context(), id, n)
-	if err != nil {
-		s.internal(w, r, err)
+	v, ok := s.datasetRequest(w, r, id)
+	if !ok {
 		return
 	}
 	doc := DatasetDoc{Component: component(v.Row), Terms: TermsDoc{Provider: v.ProviderT, Override: v.OverrideT, Effective: v.Effective},

@@ -243,20 +243,31 @@ func safeURL(u string) string {
 
 var errNotFound = errors.New("not found")
 
-func (s *Server) datasetPage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+// datasetRequest reads the detail of dataset id with the number of
+// Changes the request asks for, for the page and its JSON alike; it
+// answers the request itself, and returns false, for an id no dataset has,
+// a wrong parameter or data that cannot be read.
+func (s *Server) datasetRequest(w http.ResponseWriter, r *http.Request, id string) (datasetPageView, bool) {
 	if !validID(id) || s.cfg.Registry.Dataset(id) == nil {
 		s.errorPage(w, r, http.StatusNotFound, "No such dataset.")
-		return
+		return datasetPageView{}, false
 	}
 	n, err := boundedInt(r, "changes", defaultChanges, 1, maxChanges)
 	if err != nil {
 		s.errorPage(w, r, http.StatusBadRequest, err.Error())
-		return
+		return datasetPageView{}, false
 	}
 	v, err := s.datasetDetail(r.Context(), id, n)
 	if err != nil {
 		s.internal(w, r, err)
+		return datasetPageView{}, false
+	}
+	return v, true
+}
+
+func (s *Server) datasetPage(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.datasetRequest(w, r, r.PathValue("id"))
+	if !ok {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")

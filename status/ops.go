@@ -304,30 +304,32 @@ func (s *Server) opsData(ctx context.Context, r *http.Request) (opsView, error) 
 	return v, nil
 }
 
-func (s *Server) opsPage(w http.ResponseWriter, r *http.Request) {
+// opsRequest reads the operator view a request asks for, the page and
+// its JSON alike; it answers the request itself, and returns false, when
+// a parameter is wrong or the data cannot be read.
+func (s *Server) opsRequest(w http.ResponseWriter, r *http.Request) (opsView, bool) {
 	if _, err := boundedInt(r, "years", defaultYears, 1, maxYears); err != nil {
 		s.errorPage(w, r, http.StatusBadRequest, err.Error())
-		return
+		return opsView{}, false
 	}
 	v, err := s.opsData(r.Context(), r)
 	if err != nil {
 		s.internal(w, r, err)
-		return
+		return opsView{}, false
 	}
-	s.render(w, r, "ops", s.operatorPage(r, "Operator", v))
+	return v, true
+}
+
+func (s *Server) opsPage(w http.ResponseWriter, r *http.Request) {
+	if v, ok := s.opsRequest(w, r); ok {
+		s.render(w, r, "ops", s.operatorPage(r, "Operator", v))
+	}
 }
 
 func (s *Server) opsJSON(w http.ResponseWriter, r *http.Request) {
-	if _, err := boundedInt(r, "years", defaultYears, 1, maxYears); err != nil {
-		s.errorPage(w, r, http.StatusBadRequest, err.Error())
-		return
+	if v, ok := s.opsRequest(w, r); ok {
+		writeJSON(w, http.StatusOK, v)
 	}
-	v, err := s.opsData(r.Context(), r)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
 }
 
 func sourceAges(reg *registry.Registry, now time.Time) []sourceAge {

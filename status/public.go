@@ -19,32 +19,29 @@ import (
 // Days in the uptime bars.
 const barDays = 90
 
-// StatusWord is the Statuspage component status beside each state.
-func StatusWord(s watch.State) string {
+// componentStatus is the Statuspage component status of a state: the
+// words shown beside it, and the code in the JSON API (unknown is Sluice's
+// own: Statuspage has no such status).
+type componentStatus struct{ words, code string }
+
+// componentStatusOf maps a state to its Statuspage component status.
+func componentStatusOf(s watch.State) componentStatus {
 	switch s {
 	case watch.Up:
-		return "Operational"
+		return componentStatus{"Operational", "operational"}
 	case watch.Degraded:
-		return "Degraded performance"
+		return componentStatus{"Degraded performance", "degraded_performance"}
 	case watch.Down:
-		return "Major outage"
+		return componentStatus{"Major outage", "major_outage"}
 	}
-	return "No data"
+	return componentStatus{"No data", "unknown"}
 }
 
-// statuspageStatus is the Statuspage component status code of a state
-// (unknown is Sluice's own: Statuspage has no such status).
-func statuspageStatus(s watch.State) string {
-	switch s {
-	case watch.Up:
-		return "operational"
-	case watch.Degraded:
-		return "degraded_performance"
-	case watch.Down:
-		return "major_outage"
-	}
-	return "unknown"
-}
+// StatusWord is the Statuspage component status beside each state.
+func StatusWord(s watch.State) string { return componentStatusOf(s).words }
+
+// statuspageStatus is the Statuspage component status code of a state.
+func statuspageStatus(s watch.State) string { return componentStatusOf(s).code }
 
 // The day cells of the uptime bar, by the day's confirmed downtime.
 const (

@@ -92,6 +92,27 @@ type DatasetResult struct {
 	Error     string    `json:"error,omitempty"`
 }
 
+// record fills r with an Ingest activity's outcome (out, when err is
+// nil) and counts it as succeeded, no data or failed; the provider stays
+// the one r names.
+func (r *DatasetResult) record(out activities.IngestResult, err error, succeeded, noData, failed *int) {
+	if err != nil {
+		r.Status, r.Error, r.ErrorType = StatusFailed, rootMessage(err), errorType(err)
+		*failed++
+		return
+	}
+	r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
+	r.Pages, r.WindowFrom, r.WindowTo = out.Pages, out.WindowFrom, out.WindowTo
+	r.Duration, r.Attempts = out.Duration, out.Attempt
+	if out.NoData {
+		r.Status = StatusNoData
+		*noData++
+	} else {
+		r.Status = StatusOK
+		*succeeded++
+	}
+}
+
 // DailyIngestResult is a batch's outcome. The workflow completes even
 // when datasets fail: a provider that is down or out of quota fails only
 // its own datasets, named here.
@@ -191,21 +212,7 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 			r := DatasetResult{Dataset: item.Dataset, Provider: item.Provider}
 			var out activities.IngestResult
 			err := ingestWaitingForQuota(ctx, actCtx, activities.IngestInput{Dataset: item.Dataset, From: in.Date, LookBack: true}, &out)
-			if err != nil {
-				r.Status, r.Error, r.ErrorType = StatusFailed, rootMessage(err), errorType(err)
-				prog.Failed++
-			} else {
-				r.Key, r.RawBytes, r.CompressedBytes, r.SHA256, r.Skipped = out.Key, out.RawBytes, out.CompressedBytes, out.SHA256, out.Skipped
-				r.Pages, r.WindowFrom, r.WindowTo = out.Pages, out.WindowFrom, out.WindowTo
-				r.Duration, r.Attempts = out.Duration, out.Attempt
-				if out.NoData {
-					r.Status = StatusNoData
-					prog.NoData++
-				} else {
-					r.Status = StatusOK
-					prog.Succeeded++
-				}
-			}
+			r.record(out, err, &prog.Succeeded, &prog.NoData, &prog.Failed)
 			if compare && err == nil && out.Key != "" && !out.Skipped && !out.NoData {
 				var rev activities.RevisionsResult
 				if rerr := workflow.ExecuteActivity(revCtx, a.Revisions, activities.RevisionsInput{Dataset: item.Dataset, Key: out.Key}).Get(ctx, &rev); rerr != nil {

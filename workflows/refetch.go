@@ -52,21 +52,11 @@ func Refetch(ctx workflow.Context, in RefetchInput) (RefetchResult, error) {
 	for i, f := range futures {
 		r := DatasetResult{Dataset: in.Items[i].Dataset}
 		var out activities.IngestResult
-		if err := f.Get(ctx, &out); err != nil {
-			r.Status, r.Error, r.ErrorType = StatusFailed, rootMessage(err), errorType(err)
-			res.Failed++
-		} else {
-			r.Provider, r.Key, r.RawBytes, r.CompressedBytes, r.SHA256 = out.Provider, out.Key, out.RawBytes, out.CompressedBytes, out.SHA256
-			r.Pages, r.Skipped, r.Duration, r.Attempts = out.Pages, out.Skipped, out.Duration, out.Attempt
-			r.WindowFrom, r.WindowTo = out.WindowFrom, out.WindowTo
-			if out.NoData {
-				r.Status = StatusNoData
-				res.NoData++
-			} else {
-				r.Status = StatusOK
-				res.Succeeded++
-			}
+		err := f.Get(ctx, &out)
+		if err == nil {
+			r.Provider = out.Provider
 		}
+		r.record(out, err, &res.Succeeded, &res.NoData, &res.Failed)
 		r.Finished = workflow.Now(ctx)
 		res.Results[i] = r
 	}

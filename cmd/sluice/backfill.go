@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,27 +85,24 @@ refetches every chunk (unchanged bytes are still not rewritten).`,
 				id = backfillID(in)
 			}
 			ctx := cmd.Context()
-			tc, err := tf.dialQuiet(ctx)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			if err := checkBackfillAttributes(ctx, tc, tf.namespace); err != nil {
-				return err
-			}
-			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID: id, TaskQueue: tf.taskQueue,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			}, workflows.BackfillName, in)
-			if err != nil {
-				return fmt.Errorf("starting backfill %s: %w", id, err)
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "backfill %s run %s\n", run.GetID(), run.GetRunID())
-			if detach {
-				return nil
-			}
-			return followBackfill(ctx, tc, run, out)
+			return tf.withClient(ctx, func(tc client.Client) error {
+				if err := checkBackfillAttributes(ctx, tc, tf.namespace); err != nil {
+					return err
+				}
+				run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+					ID: id, TaskQueue: tf.taskQueue,
+					WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				}, workflows.BackfillName, in)
+				if err != nil {
+					return fmt.Errorf("starting backfill %s: %w", id, err)
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "backfill %s run %s\n", run.GetID(), run.GetRunID())
+				if detach {
+					return nil
+				}
+				return followBackfill(ctx, tc, run, out)
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
@@ -225,50 +221,52 @@ func newBackfillListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			tc, err := tf.dialQuiet(ctx)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			q := fmt.Sprintf("WorkflowType = '%s'", workflows.BackfillName)
-			if !all {
-				q += " AND ExecutionStatus = 'Running'"
-			}
-			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "ID\tSTATUS\tSTARTED\tSTATE\tPERCENT")
-			var token []byte
-			for {
-				resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: tf.namespace, Query: q, PageSize: 100, NextPageToken: token})
-				if err != nil {
-					return fmt.Errorf("listing backfills: %w", err)
-				}
-				for _, e := range resp.Executions {
-					state, pct := "", ""
-					if f := e.GetSearchAttributes().GetIndexedFields(); f != nil {
-						if p := f[workflows.BackfillStateAttr.GetName()]; p != nil {
-							_ = json.Unmarshal(p.GetData(), &state)
-						}
-						if p := f[workflows.BackfillPercentAttr.GetName()]; p != nil {
-							var n int64
-							if json.Unmarshal(p.GetData(), &n) == nil {
-								pct = fmt.Sprintf("%d%%", n)
-							}
-						}
-					}
-					fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", e.GetExecution().GetWorkflowId(),
-						strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")),
-						e.GetStartTime().AsTime().Format(time.RFC3339), state, pct)
-				}
-				if token = resp.NextPageToken; len(token) == 0 {
-					break
-				}
-			}
-			return t.Flush()
+			return tf.withClient(ctx, func(tc client.Client) error {
+				return listBackfills(ctx, tc, tf.namespace, all, cmd.OutOrStdout())
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&all, "all", false, "list finished backfills too")
 	return cmd
+}
+
+// listBackfills writes the table of the namespace's backfills: the
+// running ones, or all.
+func listBackfills(ctx context.Context, tc client.Client, namespace string, all bool, out io.Writer) error {
+	q := fmt.Sprintf("WorkflowType = '%s'", workflows.BackfillName)
+	if !all {
+		q += " AND ExecutionStatus = 'Running'"
+	}
+	t := newTable(out, "ID\tSTATUS\tSTARTED\tSTATE\tPERCENT")
+	var token []byte
+	for {
+		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: namespace, Query: q, PageSize: 100, NextPageToken: token})
+		if err != nil {
+			return fmt.Errorf("listing backfills: %w", err)
+		}
+		for _, e := range resp.Executions {
+			state, pct := "", ""
+			if f := e.GetSearchAttributes().GetIndexedFields(); f != nil {
+				if p := f[workflows.BackfillStateAttr.GetName()]; p != nil {
+					_ = json.Unmarshal(p.GetData(), &state)
+				}
+				if p := f[workflows.BackfillPercentAttr.GetName()]; p != nil {
+					var n int64
+					if json.Unmarshal(p.GetData(), &n) == nil {
+						pct = fmt.Sprintf("%d%%", n)
+					}
+				}
+			}
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", e.GetExecution().GetWorkflowId(),
+				strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")),
+				e.GetStartTime().AsTime().Format(time.RFC3339), state, pct)
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	return t.Flush()
 }
 
 func newBackfillStatusCmd() *cobra.Command {
@@ -280,18 +278,19 @@ func newBackfillStatusCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			tc, err := tf.dialQuiet(ctx)
+			var p workflows.BackfillProgress
+			err := tf.withClient(ctx, func(tc client.Client) error {
+				var err error
+				if p, err = queryBackfill(ctx, tc, args[0]); err != nil {
+					// A finished backfill answers with its result.
+					if perr := tc.GetWorkflow(ctx, args[0], "").Get(ctx, &p); perr != nil {
+						return errors.Join(err, perr)
+					}
+				}
+				return nil
+			})
 			if err != nil {
 				return err
-			}
-			defer tc.Close()
-			p, err := queryBackfill(ctx, tc, args[0])
-			if err != nil {
-				// A finished backfill answers with its result.
-				var perr error
-				if perr = tc.GetWorkflow(ctx, args[0], "").Get(ctx, &p); perr != nil {
-					return errors.Join(err, perr)
-				}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -304,8 +303,7 @@ func newBackfillStatusCmd() *cobra.Command {
 			if p.Message != "" {
 				fmt.Fprintln(out, p.Message)
 			}
-			t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "PROVIDER\tSTATE\tCHUNKS\tFAILED\tSKIPPED\tCALLS\tBYTES")
+			t := newTable(out, "PROVIDER\tSTATE\tCHUNKS\tFAILED\tSKIPPED\tCALLS\tBYTES")
 			for _, pp := range p.Providers {
 				fmt.Fprintf(t, "%s\t%s\t%d/%d\t%d\t%d\t%d/%d\t%s\n", pp.Provider, pp.State, pp.Counts.Done, pp.Counts.Total,
 					pp.Counts.Failed, pp.Counts.Skipped, pp.Counts.Calls, pp.Counts.PlannedCalls, humanBytes(pp.Counts.Bytes))
@@ -319,49 +317,20 @@ func newBackfillStatusCmd() *cobra.Command {
 }
 
 func newBackfillSignalCmd(use, signal, short string) *cobra.Command {
-	var tf temporalFlags
-	cmd := &cobra.Command{
-		Use:   use + " ID",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			tc, err := tf.dialQuiet(ctx)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			if err := tc.SignalWorkflow(ctx, args[0], "", signal, nil); err != nil {
-				return fmt.Errorf("signalling %s to backfill %s: %w", signal, args[0], err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s sent to backfill %s\n", signal, args[0])
-			return nil
-		},
-	}
-	tf.bind(cmd.Flags())
-	return cmd
+	return newActCmd(use+" ID", short, func(ctx context.Context, tc client.Client, id string) (string, error) {
+		if err := tc.SignalWorkflow(ctx, id, "", signal, nil); err != nil {
+			return "", fmt.Errorf("signalling %s to backfill %s: %w", signal, id, err)
+		}
+		return fmt.Sprintf("%s sent to backfill %s", signal, id), nil
+	})
 }
 
 func newBackfillCancelCmd() *cobra.Command {
-	var tf temporalFlags
-	cmd := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a backfill: in-flight chunks abort (no partial object); what landed stays recorded",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			tc, err := tf.dialQuiet(ctx)
-			if err != nil {
-				return err
+	return newActCmd("cancel ID", "Cancel a backfill: in-flight chunks abort (no partial object); what landed stays recorded",
+		func(ctx context.Context, tc client.Client, id string) (string, error) {
+			if err := tc.CancelWorkflow(ctx, id, ""); err != nil {
+				return "", fmt.Errorf("cancelling backfill %s: %w", id, err)
 			}
-			defer tc.Close()
-			if err := tc.CancelWorkflow(ctx, args[0], ""); err != nil {
-				return fmt.Errorf("cancelling backfill %s: %w", args[0], err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancellation requested for backfill %s\n", args[0])
-			return nil
-		},
-	}
-	tf.bind(cmd.Flags())
-	return cmd
+			return "cancellation requested for backfill " + id, nil
+		})
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/events"
 )
@@ -21,12 +21,12 @@ func newEventsCmd() *cobra.Command {
 		Short: "List recent operational events (rate-limit backoffs, exhausted quotas, …)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
+			var evs []events.Event
+			err := tf.withClient(cmd.Context(), func(tc client.Client) error {
+				var err error
+				evs, err = events.List(cmd.Context(), tc)
 				return err
-			}
-			defer tc.Close()
-			evs, err := events.List(cmd.Context(), tc)
+			})
 			if err != nil {
 				return err
 			}
@@ -34,8 +34,7 @@ func newEventsCmd() *cobra.Command {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), "no events recorded yet")
 				return err
 			}
-			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "AT\tKIND\tSCOPE\tDATASET\tMESSAGE\tDETAILS")
+			t := newTable(cmd.OutOrStdout(), "AT\tKIND\tSCOPE\tDATASET\tMESSAGE\tDETAILS")
 			for _, e := range evs {
 				var attrs []string
 				for k, v := range e.Attrs {

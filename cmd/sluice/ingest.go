@@ -41,30 +41,27 @@ The same from the temporal CLI:
 			if _, err := time.Parse(time.DateOnly, date); err != nil {
 				return fmt.Errorf("--date %q: want YYYY-MM-DD", date)
 			}
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			in := workflows.DailyIngestInput{Date: date, Providers: providers, Datasets: datasets}
-			run, err := startDaily(cmd.Context(), tc, tf.taskQueue, in)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "workflow %s run %s\n", run.GetID(), run.GetRunID())
-			if detach {
+			return tf.withClient(cmd.Context(), func(tc client.Client) error {
+				in := workflows.DailyIngestInput{Date: date, Providers: providers, Datasets: datasets}
+				run, err := startDaily(cmd.Context(), tc, tf.taskQueue, in)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "workflow %s run %s\n", run.GetID(), run.GetRunID())
+				if detach {
+					return nil
+				}
+				res, err := follow(cmd.Context(), tc, run, out)
+				if err != nil {
+					return err
+				}
+				writeSummary(out, res, nil)
+				if res.Failed > 0 {
+					return exitError{code: 2}
+				}
 				return nil
-			}
-			res, err := follow(cmd.Context(), tc, run, out)
-			if err != nil {
-				return err
-			}
-			writeSummary(out, res, nil)
-			if res.Failed > 0 {
-				return exitError{code: 2}
-			}
-			return nil
+			})
 		},
 	}
 	tf.bind(cmd.Flags())

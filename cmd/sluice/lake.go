@@ -40,55 +40,66 @@ func newLakeCmd() *cobra.Command {
 
 type openLake func(context.Context) (sink.Sink, error)
 
+// with opens the lake, runs do with it and closes it when do returns.
+func (open openLake) with(ctx context.Context, do func(sink.Sink) error) error {
+	lake, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer lake.Close()
+	return do(lake)
+}
+
 func newLakeLsCmd(open openLake) *cobra.Command {
 	return &cobra.Command{
 		Use:   "ls [PREFIX]",
 		Short: "List objects with their sizes, SHA-256 and fetch time",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lake, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer lake.Close()
 			prefix := ""
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tRAW\tCOMPRESSED\tPAGES\tSHA256\tFETCHED\tWINDOW")
-			var n, raw, compressed int64
-			err = lake.List(cmd.Context(), prefix, func(o sink.Object) error {
-				n++
-				raw += o.RawSize
-				compressed += o.CompressedSize
-				sum, fetched, pages, window := "-", "-", "-", "-"
-				if o.HasMeta() {
-					sum = o.RawSHA256[:12]
-					fetched = o.FetchedAt.UTC().Format(time.RFC3339)
-					pages = strconv.Itoa(o.Pages)
-				}
-				if !o.Window.IsZero() {
-					window = o.Window.String()
-				}
-				_, err := fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", o.Key, o.RawSize, o.CompressedSize, pages, sum, fetched, window)
-				return err
+			return open.with(cmd.Context(), func(lake sink.Sink) error {
+				return listLake(cmd.Context(), lake, prefix, cmd.OutOrStdout())
 			})
-			if ferr := tw.Flush(); err == nil {
-				err = ferr
-			}
-			if err != nil {
-				return err
-			}
-			ratio := ""
-			if compressed > 0 && raw > 0 {
-				ratio = fmt.Sprintf(" (%.1f×)", float64(raw)/float64(compressed))
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%d objects, %s raw, %s compressed%s\n",
-				n, humanBytes(raw), humanBytes(compressed), ratio)
-			return err
 		},
 	}
+}
+
+// listLake writes the table of the objects under prefix and a total.
+func listLake(ctx context.Context, lake sink.Sink, prefix string, out io.Writer) error {
+	tw := newTable(out, "KEY\tRAW\tCOMPRESSED\tPAGES\tSHA256\tFETCHED\tWINDOW")
+	var n, raw, compressed int64
+	err := lake.List(ctx, prefix, func(o sink.Object) error {
+		n++
+		raw += o.RawSize
+		compressed += o.CompressedSize
+		sum, fetched, pages, window := "-", "-", "-", "-"
+		if o.HasMeta() {
+			sum = o.RawSHA256[:12]
+			fetched = o.FetchedAt.UTC().Format(time.RFC3339)
+			pages = strconv.Itoa(o.Pages)
+		}
+		if !o.Window.IsZero() {
+			window = o.Window.String()
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", o.Key, o.RawSize, o.CompressedSize, pages, sum, fetched, window)
+		return err
+	})
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	ratio := ""
+	if compressed > 0 && raw > 0 {
+		ratio = fmt.Sprintf(" (%.1f×)", float64(raw)/float64(compressed))
+	}
+	_, err = fmt.Fprintf(out, "%d objects, %s raw, %s compressed%s\n",
+		n, humanBytes(raw), humanBytes(compressed), ratio)
+	return err
 }
 
 func newLakeCatCmd(open openLake) *cobra.Command {
@@ -106,43 +117,41 @@ sizes, pages, SHA-256, content type, source URL, fetch time, the window of
 dates its request asked for, and the Sluice version that wrote it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lake, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer lake.Close()
-			if meta {
-				o, err := lake.Stat(cmd.Context(), args[0])
-				if err != nil {
-					return err
+			return open.with(cmd.Context(), func(lake sink.Sink) error {
+				if meta {
+					o, err := lake.Stat(cmd.Context(), args[0])
+					if err != nil {
+						return err
+					}
+					writeObjectMeta(cmd.OutOrStdout(), o)
+					return nil
 				}
-				writeObjectMeta(cmd.OutOrStdout(), o)
+				var rc io.ReadCloser
+				var want string
+				var err error
+				if cmd.Flags().Changed("page") {
+					var p sink.Page
+					if rc, p, err = lake.OpenPage(cmd.Context(), args[0], page); err != nil {
+						return err
+					}
+					want = p.RawSHA256
+				} else {
+					var obj sink.Object
+					if rc, obj, err = lake.Open(cmd.Context(), args[0]); err != nil {
+						return err
+					}
+					want = obj.RawSHA256
+				}
+				defer rc.Close()
+				h := sha256.New()
+				if _, err := io.Copy(io.MultiWriter(cmd.OutOrStdout(), h), rc); err != nil {
+					return fmt.Errorf("reading %s: %w", args[0], err)
+				}
+				if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
+					return fmt.Errorf("%s: sha256 %s does not match the recorded %s", args[0], got, want)
+				}
 				return nil
-			}
-			var rc io.ReadCloser
-			var want string
-			if cmd.Flags().Changed("page") {
-				var p sink.Page
-				if rc, p, err = lake.OpenPage(cmd.Context(), args[0], page); err != nil {
-					return err
-				}
-				want = p.RawSHA256
-			} else {
-				var obj sink.Object
-				if rc, obj, err = lake.Open(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				want = obj.RawSHA256
-			}
-			defer rc.Close()
-			h := sha256.New()
-			if _, err := io.Copy(io.MultiWriter(cmd.OutOrStdout(), h), rc); err != nil {
-				return fmt.Errorf("reading %s: %w", args[0], err)
-			}
-			if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
-				return fmt.Errorf("%s: sha256 %s does not match the recorded %s", args[0], got, want)
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().IntVar(&page, "page", 0, "print only this page (1-based)")
@@ -202,46 +211,43 @@ every damaged object was repaired.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
-			lake, err := open(ctx)
-			if err != nil {
-				return err
-			}
-			defer lake.Close()
-			prefix := ""
-			if len(args) == 1 {
-				prefix = args[0]
-			}
-			var n int
-			var damaged []string
-			err = lake.List(ctx, prefix, func(o sink.Object) error {
-				n++
-				problem, err := verifyObject(ctx, lake, o)
-				if err != nil {
-					return err
+			return open.with(ctx, func(lake sink.Sink) error {
+				prefix := ""
+				if len(args) == 1 {
+					prefix = args[0]
 				}
-				if problem != "" {
-					damaged = append(damaged, o.Key)
-					_, err = fmt.Fprintf(out, "FAIL %s: %s\n", o.Key, problem)
-				}
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "verified %d objects, %d mismatches\n", n, len(damaged))
-			if len(damaged) == 0 {
-				return nil
-			}
-			if repair {
-				if left, err := repairObjects(ctx, lake, tf, damaged, out); err != nil || left > 0 {
+				var n int
+				var damaged []string
+				err := lake.List(ctx, prefix, func(o sink.Object) error {
+					n++
+					problem, err := verifyObject(ctx, lake, o)
 					if err != nil {
 						return err
 					}
-					return exitError{code: 1}
+					if problem != "" {
+						damaged = append(damaged, o.Key)
+						_, err = fmt.Fprintf(out, "FAIL %s: %s\n", o.Key, problem)
+					}
+					return err
+				})
+				if err != nil {
+					return err
 				}
-				return nil
-			}
-			return exitError{code: 1}
+				fmt.Fprintf(out, "verified %d objects, %d mismatches\n", n, len(damaged))
+				if len(damaged) == 0 {
+					return nil
+				}
+				if repair {
+					if left, err := repairObjects(ctx, lake, tf, damaged, out); err != nil || left > 0 {
+						if err != nil {
+							return err
+						}
+						return exitError{code: 1}
+					}
+					return nil
+				}
+				return exitError{code: 1}
+			})
 		},
 	}
 	tf.bind(cmd.Flags())

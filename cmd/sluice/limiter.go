@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
@@ -72,36 +72,46 @@ func newLimiterStateCmd() *cobra.Command {
 		Short: "Print each scope limiter's limits, backoff, pause and day count",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
-			sel, err := limiterScopes(reg, scopes)
-			if err != nil {
-				return err
-			}
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: tf.taskQueue})
-			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "SCOPE\tLIMITS\tOPERATOR\tFACTOR\tPAUSED UNTIL\tTODAY\tGRANTED\tCALLERS\tSTATE")
-			for _, s := range sel {
+			return writeLimiters(cmd, &tf, scopes, func(lc *ratelimit.Client, t io.Writer, s *registry.ScopeInstance) error {
 				st, err := lc.State(cmd.Context(), s.ID)
 				if err != nil {
 					fmt.Fprintf(t, "%s\t-\t-\t-\t-\t-\t-\t-\tnot running (%v)\n", s.ID, firstLine(err))
-					continue
+					return nil
 				}
 				writeLimiterRow(t, s.ID, st)
-			}
-			return t.Flush()
+				return nil
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "only this scope instance, e.g. kis/key (repeatable)")
 	return cmd
+}
+
+// writeLimiters writes the table of the named scopes' limiters (every
+// scope with datasets when none is named), one row a scope from row, which
+// asks or tells the scope's limiter through lc; an error of row ends the
+// table. The registry is loaded and the names checked before Temporal is
+// dialled.
+func writeLimiters(cmd *cobra.Command, tf *temporalFlags, names []string, row func(lc *ratelimit.Client, t io.Writer, s *registry.ScopeInstance) error) error {
+	reg, err := loadRegistry()
+	if err != nil {
+		return err
+	}
+	sel, err := limiterScopes(reg, names)
+	if err != nil {
+		return err
+	}
+	return tf.withClient(cmd.Context(), func(tc client.Client) error {
+		lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: tf.taskQueue})
+		t := newTable(cmd.OutOrStdout(), "SCOPE\tLIMITS\tOPERATOR\tFACTOR\tPAUSED UNTIL\tTODAY\tGRANTED\tCALLERS\tSTATE")
+		for _, s := range sel {
+			if err := row(lc, t, s); err != nil {
+				return err
+			}
+		}
+		return t.Flush()
+	})
 }
 
 func writeLimiterRow(w io.Writer, id string, st ratelimit.State) {
@@ -164,23 +174,7 @@ so roll the workers too. --clear drops the operator's limits again.`,
 			if tolerance <= 0 {
 				return fmt.Errorf("--limiter-tolerance %v: must be positive", tolerance)
 			}
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
-			sel, err := limiterScopes(reg, scopes)
-			if err != nil {
-				return err
-			}
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: tf.taskQueue})
-			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "SCOPE\tLIMITS\tOPERATOR\tFACTOR\tPAUSED UNTIL\tTODAY\tGRANTED\tCALLERS\tSTATE")
-			for _, s := range sel {
+			return writeLimiters(cmd, &tf, scopes, func(lc *ratelimit.Client, t io.Writer, s *registry.ScopeInstance) error {
 				var lim *ratelimit.Limits
 				if !clearLimits {
 					l := ratelimit.FromScope(s, 1, tolerance)
@@ -191,8 +185,8 @@ so roll the workers too. --clear drops the operator's limits again.`,
 					return err
 				}
 				writeLimiterRow(t, s.ID, st)
-			}
-			return t.Flush()
+				return nil
+			})
 		},
 	}
 	tf.bind(cmd.Flags())

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -89,8 +88,7 @@ violation, listing every one with its file, line and YAML path.`,
 			if err != nil {
 				return err
 			}
-			t := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "DATASET\tPROVIDER\tSCOPE\tPROBE\tINGEST\tNAME")
+			t := newTable(cmd.OutOrStdout(), "DATASET\tPROVIDER\tSCOPE\tPROBE\tINGEST\tNAME")
 			for _, d := range reg.Datasets {
 				var scopes []string
 				for _, s := range reg.ScopesFor(d.ID) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,13 +79,10 @@ Run it after every registry change, with the registry the workers run.`,
 			if err != nil {
 				return err
 			}
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
+			return tf.withClient(cmd.Context(), func(tc client.Client) error {
+				_, err := syncSchedules(cmd.Context(), tc, reg, schedules.Options{TaskQueue: tf.taskQueue, CatchupWindow: catchup}, dryRun, cmd.OutOrStdout())
 				return err
-			}
-			defer tc.Close()
-			_, err = syncSchedules(cmd.Context(), tc, reg, schedules.Options{TaskQueue: tf.taskQueue, CatchupWindow: catchup}, dryRun, cmd.OutOrStdout())
-			return err
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
@@ -102,17 +98,14 @@ func newSchedulesListCmd() *cobra.Command {
 		Short: "List Sluice's schedules: datasets, state, next and last runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			entries, err := schedules.List(cmd.Context(), tc)
-			if err != nil {
-				return err
-			}
-			writeScheduleList(cmd.OutOrStdout(), entries)
-			return nil
+			return tf.withClient(cmd.Context(), func(tc client.Client) error {
+				entries, err := schedules.List(cmd.Context(), tc)
+				if err != nil {
+					return err
+				}
+				writeScheduleList(cmd.OutOrStdout(), entries)
+				return nil
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
@@ -124,8 +117,7 @@ func writeScheduleList(out io.Writer, entries []schedules.Entry) {
 		fmt.Fprintln(out, "no schedules of Sluice's in this namespace: run sluice schedules sync")
 		return
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tWHEN\tTIMEZONE\tDATASETS\tSTATE\tNEXT\tLAST RUN")
+	tw := newTable(out, "SCHEDULE\tWHEN\tTIMEZONE\tDATASETS\tSTATE\tNEXT\tLAST RUN")
 	for _, e := range entries {
 		loc, err := time.LoadLocation(e.Spec.TimeZoneName)
 		if err != nil {
@@ -158,84 +150,51 @@ func writeScheduleList(out io.Writer, entries []schedules.Entry) {
 }
 
 func newSchedulesPauseCmd() *cobra.Command {
-	var tf temporalFlags
 	var note string
-	cmd := &cobra.Command{
-		Use:   "pause SCHEDULE --note WHY",
-		Short: "Pause one of Sluice's schedules, saying why",
-		Long: `Pauses the schedule: no run starts until it is unpaused, and the runs it
+	cmd := newActCmd("pause SCHEDULE --note WHY", "Pause one of Sluice's schedules, saying why",
+		func(ctx context.Context, tc client.Client, id string) (string, error) {
+			if err := schedules.Pause(ctx, tc, id, note); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("paused %s: %s", id, note), nil
+		})
+	cmd.Long = `Pauses the schedule: no run starts until it is unpaused, and the runs it
 would have started meanwhile are not taken later. The note shows in the Web
-UI and in sluice schedules list; a sync keeps the schedule paused.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(note) == "" {
-				return fmt.Errorf("--note: say why the schedule is paused")
-			}
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			if err := schedules.Pause(cmd.Context(), tc, args[0], note); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "paused %s: %s\n", args[0], note)
-			return nil
-		},
+UI and in sluice schedules list; a sync keeps the schedule paused.`
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if strings.TrimSpace(note) == "" {
+			return fmt.Errorf("--note: say why the schedule is paused")
+		}
+		return nil
 	}
-	tf.bind(cmd.Flags())
 	cmd.Flags().StringVar(&note, "note", "", "why the schedule is paused (required)")
 	return cmd
 }
 
 func newSchedulesUnpauseCmd() *cobra.Command {
-	var tf temporalFlags
 	var note string
-	cmd := &cobra.Command{
-		Use:   "unpause SCHEDULE [--note TEXT]",
-		Short: "Resume one of Sluice's schedules",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
+	cmd := newActCmd("unpause SCHEDULE [--note TEXT]", "Resume one of Sluice's schedules",
+		func(ctx context.Context, tc client.Client, id string) (string, error) {
+			if err := schedules.Unpause(ctx, tc, id, note); err != nil {
+				return "", err
 			}
-			defer tc.Close()
-			if err := schedules.Unpause(cmd.Context(), tc, args[0], note); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "unpaused %s\n", args[0])
-			return nil
-		},
-	}
-	tf.bind(cmd.Flags())
+			return "unpaused " + id, nil
+		})
 	cmd.Flags().StringVar(&note, "note", "unpaused with sluice schedules unpause", "note kept with the schedule")
 	return cmd
 }
 
 func newSchedulesTriggerCmd() *cobra.Command {
-	var tf temporalFlags
-	cmd := &cobra.Command{
-		Use:   "trigger SCHEDULE",
-		Short: "Run one of Sluice's schedules now",
-		Long: `Starts the schedule's action now, as if its time had come: the run's nominal
+	cmd := newActCmd("trigger SCHEDULE", "Run one of Sluice's schedules now",
+		func(ctx context.Context, tc client.Client, id string) (string, error) {
+			if err := schedules.Trigger(ctx, tc, id); err != nil {
+				return "", err
+			}
+			return "triggered " + id, nil
+		})
+	cmd.Long = `Starts the schedule's action now, as if its time had come: the run's nominal
 time is now, so it ingests yesterday in the provider's calendar. It waits for a
 run of the schedule still going (BUFFER_ALL). For another date, use sluice
-ingest --date, or temporal schedule backfill.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			if err := schedules.Trigger(cmd.Context(), tc, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "triggered %s\n", args[0])
-			return nil
-		},
-	}
-	tf.bind(cmd.Flags())
+ingest --date, or temporal schedule backfill.`
 	return cmd
 }

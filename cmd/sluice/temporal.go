@@ -189,7 +189,8 @@ func (t *temporalFlags) dial(ctx context.Context, log *slog.Logger) (client.Clie
 
 // dialQuiet is dial for commands whose output is a report (ingest,
 // events): the SDK's logs are dropped, warnings about the configuration
-// go to stderr.
+// go to stderr. Commands reach it through withClient, which also closes
+// the client.
 func (t *temporalFlags) dialQuiet(ctx context.Context) (client.Client, error) {
 	opts, conn, err := t.options(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,20 +86,20 @@ func (r *readFlags) bind(fs *pflag.FlagSet) {
 }
 
 // watches lists the running watch workflows on the configured Temporal,
-// within a few seconds.
-func (r *readFlags) watches(ctx context.Context) (client.Client, map[string]watchsync.Watch, error) {
+// within a few seconds, and runs do with the client and the list; the
+// client is closed when do returns. do does not run when Temporal cannot
+// say.
+func (r *readFlags) watches(ctx context.Context, do func(tc client.Client, running map[string]watchsync.Watch)) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	tc, err := r.tf.dialQuiet(dctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	running, err := watchsync.Running(dctx, tc)
-	if err != nil {
-		tc.Close()
-		return nil, nil, err
-	}
-	return tc, running, nil
+	return r.tf.withClient(dctx, func(tc client.Client) error {
+		running, err := watchsync.Running(dctx, tc)
+		if err != nil {
+			return err
+		}
+		do(tc, running)
+		return nil
+	})
 }
 
 // selectDatasets returns the ids of the registry's probed datasets that
@@ -168,12 +167,12 @@ docs/watch.md has the rules. ` + "`sluice watch sync`" + ` starts and stops the 
 				return err
 			}
 			// running stays nil when Temporal cannot say.
+			var running map[string]watchsync.Watch
 			var statuses map[string]workflows.WatchStatus
-			tc, running, terr := rf.watches(ctx)
-			if terr == nil {
-				defer tc.Close()
+			terr := rf.watches(ctx, func(tc client.Client, r map[string]watchsync.Watch) {
+				running = r
 				statuses, _ = watchsync.Query(ctx, tc, pick(running, ids), 5*time.Second)
-			}
+			})
 			if rf.json {
 				return writeWatchJSON(cmd.OutOrStdout(), reg, states, running, statuses)
 			}
@@ -218,8 +217,7 @@ func dash(s string) string {
 
 func writeWatchTable(out io.Writer, reg *registry.Registry, states []watch.DatasetState, running map[string]watchsync.Watch,
 	statuses map[string]workflows.WatchStatus, now time.Time) {
-	t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "DATASET\tPROVIDER\tSTATE\tSINCE\tLAST PROBE\tOUTCOME\tLAST SUCCESS\tNEWEST\tLATE\tNEXT\tREASON")
+	t := newTable(out, "DATASET\tPROVIDER\tSTATE\tSINCE\tLAST PROBE\tOUTCOME\tLAST SUCCESS\tNEWEST\tLATE\tNEXT\tREASON")
 	counts := map[watch.State]int{}
 	for _, s := range states {
 		counts[s.State]++
@@ -302,22 +300,19 @@ are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 			if err != nil {
 				return err
 			}
-			tc, err := tf.dialQuiet(ctx)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			running, err := watchsync.Running(ctx, tc)
-			if err != nil {
-				return err
-			}
-			steps := watchsync.Plan(reg, running, tf.taskQueue)
-			var applyErr error
-			if !dryRun {
-				applyErr = watchsync.Apply(ctx, tc, reg, tf.taskQueue, steps)
-			}
-			writeSyncSteps(cmd.OutOrStdout(), steps, dryRun)
-			return applyErr
+			return tf.withClient(ctx, func(tc client.Client) error {
+				running, err := watchsync.Running(ctx, tc)
+				if err != nil {
+					return err
+				}
+				steps := watchsync.Plan(reg, running, tf.taskQueue)
+				var applyErr error
+				if !dryRun {
+					applyErr = watchsync.Apply(ctx, tc, reg, tf.taskQueue, steps)
+				}
+				writeSyncSteps(cmd.OutOrStdout(), steps, dryRun)
+				return applyErr
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
@@ -326,8 +321,7 @@ are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 }
 
 func writeSyncSteps(out io.Writer, steps []watchsync.Step, dryRun bool) {
-	t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "ACTION\tWORKFLOW\tREASON")
+	t := newTable(out, "ACTION\tWORKFLOW\tREASON")
 	counts := map[watchsync.Action]int{}
 	for _, s := range steps {
 		counts[s.Action]++
@@ -411,8 +405,7 @@ duration back from now (90m, 24h, 7d).`,
 			writeChanges(cmd.OutOrStdout(), changes)
 			// Changes stop coming for a dataset whose watch does not run:
 			// say so.
-			if tc, running, err := rf.watches(ctx); err == nil {
-				tc.Close()
+			_ = rf.watches(ctx, func(_ client.Client, running map[string]watchsync.Watch) {
 				ids, _ := selectDatasets(reg, datasets, nil)
 				var missing []string
 				for _, id := range ids {
@@ -425,7 +418,7 @@ duration back from now (90m, 24h, 7d).`,
 				if len(missing) > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "note: %d dataset(s) have no running watch (`sluice watch sync` starts them): %s\n", len(missing), strings.Join(clip(missing, 10), ", "))
 				}
-			}
+			})
 			return nil
 		},
 	}
@@ -476,8 +469,7 @@ func writeChanges(out io.Writer, changes []watch.Change) {
 		fmt.Fprintln(out, "no Changes")
 		return
 	}
-	t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(t, "AT\tDATASET\tKIND\tFROM → TO\tSUMMARY")
+	t := newTable(out, "AT\tDATASET\tKIND\tFROM → TO\tSUMMARY")
 	for _, c := range changes {
 		fromTo := c.From + " → " + c.To
 		if c.Kind == watch.ChangeShape {

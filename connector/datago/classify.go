@@ -102,20 +102,13 @@ func lookupCode(code string) string {
 // empty items ("", {}, {"item": []}, null, <items/>) is NoData; a
 // totalCount beyond this page means more pages.
 func Classify(h connector.Head) connector.Verdict {
-	var env envelope
-	sniff := connector.Sniff(h.Bytes)
-	switch sniff {
-	case "json":
-		env = readJSON(h.Bytes)
-	case "xml":
-		env = readXML(h.Bytes)
-		if !env.hasTotal {
-			// The walk stops at the first item (items are data); the
-			// counts follow the items, and the head may hold them.
-			env.total, env.hasTotal = lastNumber(tailXML["totalCount"], h.Bytes)
-			env.pageNo, _ = lastNumber(tailXML["pageNo"], h.Bytes)
-			env.numOfRows, _ = lastNumber(tailXML["numOfRows"], h.Bytes)
-		}
+	env, sniff := connector.ReadEnvelope(h.Bytes, readJSON, readXML)
+	if sniff == "xml" && !env.hasTotal {
+		// The walk stops at the first item (items are data); the counts
+		// follow the items, and the head may hold them.
+		env.total, env.hasTotal = lastNumber(tailXML["totalCount"], h.Bytes)
+		env.pageNo, _ = lastNumber(tailXML["pageNo"], h.Bytes)
+		env.numOfRows, _ = lastNumber(tailXML["numOfRows"], h.Bytes)
 	}
 	if env.code != "" && !success(env.code) {
 		c, ok := codeClasses[lookupCode(env.code)]
@@ -346,13 +339,9 @@ func lastNumber(re *regexp.Regexp, b []byte) (int64, bool) {
 // holds them, else from the tail. ok is false when neither holds
 // totalCount.
 func pageCounts(head, tail []byte) (total, pageNo, rows int64, ok bool) {
-	var env envelope
+	env, format := connector.ReadEnvelope(head, readJSON, readXML)
 	res := tailJSON
-	switch connector.Sniff(head) {
-	case "json":
-		env = readJSON(head)
-	case "xml":
-		env = readXML(head)
+	if format == "xml" {
 		res = tailXML
 	}
 	total, ok, pageNo, rows = env.total, env.hasTotal, env.pageNo, env.numOfRows

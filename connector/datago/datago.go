@@ -5,7 +5,6 @@
 package datago
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,11 +15,19 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns a data.go.kr connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"path"}, Plan: plan, Probe: connector.LastDays(ProbeDays, 1)})
 }
+
+// Connector speaks data.go.kr: the connector skeleton with data.go.kr's
+// plan. A probe asks for one row (numOfRows=1) of the last ProbeDays days.
+// That row is not known to be the newest (the services do not promise an
+// order, and one that takes only {from} is asked for the window's first
+// day), so the answer does not claim to hold the newest period.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // DefaultPageSize is numOfRows when the dataset names no page_size.
 const DefaultPageSize = 1000
@@ -28,63 +35,20 @@ const DefaultPageSize = 1000
 // ProbeDays is the probe window.
 const ProbeDays = 14
 
-// Connector speaks data.go.kr.
-type Connector struct {
-	base *connector.Base
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns a data.go.kr connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	b, err := connector.NewBase(p, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Connector{base: b}, nil
-}
-
-// Fetch asks the dataset's service path with serviceKey (the provider's
+// plan asks the dataset's service path with serviceKey (the provider's
 // auth param; the decoding key, encoded once), the dataset's parameters
 // ({from}/{to} filled in, including its JSON switch such as _type=json or
 // resultType=json), and pageNo/numOfRows unless the dataset sets them. A
 // pageNo the dataset sets is its first page: Page n asks pageNo + n - 1.
 // Response.Next asks for the next page while totalCount (read at the end
 // of the body) lies beyond pageNo × numOfRows.
-func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
-}
-
-// Probe asks for one row (numOfRows=1) of the last ProbeDays days and
-// returns the answer (connector.ReadProbe). That row is not known to be
-// the newest (the services do not promise an order, and one that takes
-// only {from} is asked for the window's first day), so the answer does not
-// claim to hold the newest period.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
-		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true)
-	return connector.ReadProbe(resp, err, false)
-}
-
-func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, ds, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	if ds.Request.Path == "" {
-		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.path"})
-	}
-	key, err := c.base.Credential("service_key")
+func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	r := req.Dataset.Request
+	key, err := b.QueryKey("service_key", "serviceKey")
 	if err != nil {
-		return nil, c.base.Fail(call, 0, connector.AsError(err))
+		return connector.Plan{}, err
 	}
-	key = c.decodingKey(key)
-	param := c.base.Provider().Auth.Param
-	if param == "" {
-		param = "serviceKey"
-	}
-	r := ds.Request
+	key.Value = decodingKey(b, key.Value)
 	size := r.PageSize
 	if req.Limit > 0 {
 		size = req.Limit
@@ -92,15 +56,15 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	if size <= 0 {
 		size = DefaultPageSize
 	}
-	q := []registry.Param{{Name: param, Value: key}}
+	q := []registry.Param{key}
 	params := r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To))
 	// A pageNo the dataset declares is its first page; Page counts from it.
 	first := 1
 	if v, ok := r.Param("pageNo"); ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest,
-				Message: fmt.Sprintf("request.params.pageNo %q is not a page number (1 or more)", v)})
+			return connector.Plan{}, &connector.Error{Class: connector.BadRequest,
+				Message: fmt.Sprintf("request.params.pageNo %q is not a page number (1 or more)", v)}
 		}
 		first = n
 	}
@@ -124,22 +88,16 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 		}
 		q = append(q, p)
 	}
-	format := r.Format
-	if format == "" {
-		format = "json"
-	}
+	format := connector.Format(r)
 	method := r.Method
 	if method == "" {
 		method = http.MethodGet
 	}
-	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, Method: method,
-		URL:    c.base.URL((&url.URL{Path: r.Path}).EscapedPath(), connector.EncodeQuery(q)),
-		Format: format, Classify: Classify})
-	if err != nil {
-		return nil, err
-	}
-	c.pages(call, req, resp, int64(first+req.PageOrFirst()-1), int64(size))
-	return resp, nil
+	x := connector.Exchange{Call: call, Method: method,
+		URL:    b.URL((&url.URL{Path: r.Path}).EscapedPath(), connector.EncodeQuery(q)),
+		Format: format, Classify: Classify}
+	asked, rows := int64(first+req.PageOrFirst()-1), int64(size)
+	return connector.Plan{Exchange: x, Pages: func(resp *connector.Response) { pages(b, call, req, resp, asked, rows) }}, nil
 }
 
 // pages sets the Next of an answer: more pages follow while totalCount
@@ -147,7 +105,7 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 // items, so the decision waits for the end of the body (its head and its
 // last connector.TailSize bytes are kept). An answer that names no
 // totalCount fails Next: whether rows are missing cannot be told.
-func (c *Connector) pages(call connector.Call, req connector.Request, resp *connector.Response, askedPage, askedRows int64) {
+func pages(b *connector.Base, call connector.Call, req connector.Request, resp *connector.Response, askedPage, askedRows int64) {
 	tail := &connector.Tail{}
 	watch := connector.Watch(resp, tail)
 	resp.Next = func() (connector.Request, bool, error) {
@@ -156,7 +114,7 @@ func (c *Connector) pages(call connector.Call, req connector.Request, resp *conn
 		}
 		total, pageNo, rows, ok := pageCounts(watch.Head(), tail.Bytes())
 		if !ok {
-			return connector.Request{}, false, c.base.Fail(call, resp.Status, &connector.Error{Class: connector.BadRequest, Code: "paging",
+			return connector.Request{}, false, b.Fail(call, resp.Status, &connector.Error{Class: connector.BadRequest, Code: "paging",
 				Message: "the answer names no totalCount: cannot tell whether further pages follow"})
 		}
 		if pageNo <= 0 {
@@ -179,7 +137,7 @@ func (c *Connector) pages(call connector.Call, req connector.Request, resp *conn
 // encoding key (the same, percent-encoded). A key holding '%' is the
 // encoding key; it is decoded once here so that it is encoded exactly once
 // on the wire, never twice.
-func (c *Connector) decodingKey(key string) string {
+func decodingKey(b *connector.Base, key string) string {
 	if !strings.Contains(key, "%") {
 		return key
 	}
@@ -187,7 +145,7 @@ func (c *Connector) decodingKey(key string) string {
 	if err != nil {
 		return key
 	}
-	c.base.Secrets().Add(dec)
-	c.base.Logger().Warn("the data.go.kr service key looks percent-encoded (the encoding key); using its decoded form")
+	b.Secrets().Add(dec)
+	b.Logger().Warn("the data.go.kr service key looks percent-encoded (the encoding key); using its decoded form")
 	return dec
 }

@@ -63,16 +63,9 @@ type envelope struct {
 // row array is NoData; a list_total_count beyond end means more pages. Any
 // other answer (an HTML maintenance page) is Transient.
 func Classify(h connector.Head, end int) connector.Verdict {
-	var env envelope
-	switch connector.Sniff(h.Bytes) {
-	case "json":
-		env = readJSON(h.Bytes)
-	case "xml":
-		env = readXML(h.Bytes)
-	default:
-		if h.Status >= 200 && h.Status <= 299 {
-			return connector.Fail(connector.Transient, "", "expected a JSON or XML answer, got: "+connector.Snippet(h.Bytes, 160))
-		}
+	env, format := connector.ReadEnvelope(h.Bytes, readJSON, readXML)
+	if format == "" && h.Status >= 200 && h.Status <= 299 {
+		return connector.Fail(connector.Transient, "", "expected a JSON or XML answer, got: "+connector.Snippet(h.Bytes, 160))
 	}
 	if env.code != "" {
 		c, ok := codeClasses[env.code]

@@ -4,7 +4,6 @@
 package ecos
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -15,62 +14,45 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns an ECOS connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"stat_code"}, Plan: plan, Probe: probe, Newest: complete})
 }
+
+// Connector speaks ECOS: the connector skeleton with ECOS's plan. A probe
+// asks for the rows of a recent window sized to the cycle (ProbeFrom), at
+// most ProbeRows of them in one call; its answer holds the newest period
+// unless list_total_count says rows were left out.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // DefaultPageSize is the rows asked per call when the dataset names no
 // page_size.
 const DefaultPageSize = 1000
-
-// Connector speaks ECOS.
-type Connector struct {
-	base *connector.Base
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns an ECOS connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	b, err := connector.NewBase(p, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Connector{base: b}, nil
-}
-
-// Fetch asks StatisticSearch for rows (Page-1)*size+1 … Page*size of the
-// dataset's statistic between From and To, dates written per cycle.
-// Response.Next asks for the next rows while list_total_count lies beyond
-// the last row asked.
-func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
-}
 
 // ProbeRows is how many rows a probe asks for: every row of the probe
 // window (at most 15 periods of one item), so that the answer, oldest
 // first, ends with the newest period.
 const ProbeRows = 100
 
-// Probe asks for the rows of a recent window sized to the cycle (D: 14
-// days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5 years),
-// at most ProbeRows of them in one call, and returns the answer
-// (connector.ReadProbe). It holds the newest period unless
-// list_total_count says rows were left out.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
+// complete reports whether a probe's answer holds every row of its window:
+// list_total_count says none were left out.
+func complete(resp *connector.Response) bool { return resp != nil && !resp.More }
+
+// probe asks for the window ProbeFrom sizes to the dataset's cycle.
+func probe(b *connector.Base, ds *registry.Dataset) connector.Request {
+	today := b.Today()
 	from := today.AddDate(0, 0, -14)
 	if ds != nil {
 		from = ProbeFrom(ds.Request.Cycle, today)
 	}
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}, true)
-	complete := err == nil && resp != nil && !resp.More
-	return connector.ReadProbe(resp, err, complete)
+	return connector.Request{Dataset: ds, From: from, To: today, Limit: ProbeRows}
 }
 
-// ProbeFrom is the start of the probe window of a cycle ending today.
+// ProbeFrom is the start of the probe window of a cycle ending today (D:
+// 14 days, SM: 6 months, M: 12 months, Q: 2 years, S: 3 years, A: 5
+// years).
 func ProbeFrom(cycle string, today time.Time) time.Time {
 	switch cycle {
 	case "SM":
@@ -87,40 +69,30 @@ func ProbeFrom(cycle string, today time.Time) time.Time {
 	return today.AddDate(0, 0, -14)
 }
 
-func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, _, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	u, end, format, berr := c.build(req)
-	if berr != nil {
-		return nil, c.base.Fail(call, 0, berr)
-	}
-	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: u, Format: format,
-		Classify: func(h connector.Head) connector.Verdict { return Classify(h, end) }})
+// plan asks StatisticSearch for rows (Page-1)*size+1 … Page*size of the
+// dataset's statistic between From and To, dates written per cycle.
+// Response.Next asks for the next rows while list_total_count lies beyond
+// the last row asked (it comes before the rows: the head decides).
+func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	u, end, format, err := build(b, req)
 	if err != nil {
-		return nil, err
+		return connector.Plan{}, err
 	}
-	// list_total_count comes before the rows: the head decides.
-	more := resp.More
-	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
-	return resp, nil
+	return connector.Plan{Exchange: connector.Exchange{Call: call, URL: u, Format: format,
+		Classify: func(h connector.Head) connector.Verdict { return Classify(h, end) }}}, nil
 }
 
 // build returns the request URL (key included), the last row asked for
 // and the format.
-func (c *Connector) build(req connector.Request) (u string, end int, format string, _ *connector.Error) {
+func build(b *connector.Base, req connector.Request) (u string, end int, format string, _ *connector.Error) {
 	bad := func(msg string) *connector.Error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
 	r := req.Dataset.Request
-	if r.StatCode == "" {
-		return "", 0, "", bad("the dataset needs request.stat_code")
-	}
 	from, err := FormatDate(r.Cycle, req.From)
 	if err != nil {
 		return "", 0, "", bad(err.Error())
 	}
 	to, _ := FormatDate(r.Cycle, req.To)
-	key, err := c.base.Credential("api_key")
+	key, err := b.Credential("api_key")
 	if err != nil {
 		return "", 0, "", connector.AsError(err)
 	}
@@ -133,10 +105,7 @@ func (c *Connector) build(req connector.Request) (u string, end int, format stri
 	}
 	start := (req.PageOrFirst()-1)*size + 1
 	end = start + size - 1
-	format = r.Format
-	if format == "" {
-		format = "json"
-	}
+	format = connector.Format(r)
 	segs := []string{"api", Service, key, format, "kr", strconv.Itoa(start), strconv.Itoa(end),
 		r.StatCode, r.Cycle, from, to}
 	items := r.Items
@@ -149,12 +118,12 @@ func (c *Connector) build(req connector.Request) (u string, end int, format stri
 		}
 		segs = append(segs, it)
 	}
-	var b strings.Builder
+	var path strings.Builder
 	for _, s := range segs {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
+		path.WriteByte('/')
+		path.WriteString(url.PathEscape(s))
 	}
-	return c.base.URL(b.String(), ""), end, format, nil
+	return b.URL(path.String(), ""), end, format, nil
 }
 
 // FormatDate writes a civil date as the cycle wants it: A 2024, S 2024S1,

@@ -31,14 +31,7 @@ type envelope struct {
 // BadRequest; 5xx and 423 Transient, with or without a body. A count of 0 or an empty
 // observations array is NoData; a count beyond last means more pages.
 func Classify(h connector.Head, last int) connector.Verdict {
-	var env envelope
-	sniff := connector.Sniff(h.Bytes)
-	switch sniff {
-	case "json":
-		env = readJSON(h.Bytes)
-	case "xml":
-		env = readXML(h.Bytes)
-	}
+	env, sniff := connector.ReadEnvelope(h.Bytes, readJSON, readXML)
 	if h.Status < 200 || h.Status > 299 {
 		return statusVerdict(h, env)
 	}

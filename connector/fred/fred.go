@@ -4,18 +4,24 @@
 package fred
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns a FRED connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"series_id"}, Plan: plan,
+		Probe: connector.LastDays(ProbeDays, 1), Newest: connector.HoldsNewest})
 }
+
+// Connector speaks FRED: the connector skeleton with FRED's plan. A probe
+// asks for the newest observation of the last ProbeDays days (limit=1,
+// sort_order=desc), which holds the series' newest period.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // ObservationsPath is the series observations endpoint.
 const ObservationsPath = "/fred/series/observations"
@@ -27,65 +33,22 @@ const maxLimit = 100000
 // series have an observation in it; the probe asks for one row.
 const ProbeDays = 400
 
-// Connector speaks FRED.
-type Connector struct {
-	base *connector.Base
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns a FRED connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	b, err := connector.NewBase(p, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Connector{base: b}, nil
-}
-
-// Fetch asks for the series' observations from From to To
+// plan asks for the series' observations from From to To
 // (observation_start/observation_end, YYYY-MM-DD). Limit sets limit;
 // Page > 1 sets offset = (Page-1) × limit; Response.Next asks for the
-// next offset while count lies beyond the last row asked.
-func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false, false)
-}
-
-// Probe asks for the newest observation of the last ProbeDays days
-// (limit=1, sort_order=desc) and returns the answer (connector.ReadProbe),
-// which holds the series' newest period.
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
-		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true, true)
-	return connector.ReadProbe(resp, err, true)
-}
-
-func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, newestFirst bool) (*connector.Response, error) {
-	call, ds, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	if ds.Request.SeriesID == "" {
-		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.series_id"})
-	}
-	key, err := c.base.Credential("api_key")
+// next offset while count lies beyond the last row asked (count comes
+// before the observations: the head decides). A probe asks newest first.
+func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	r := req.Dataset.Request
+	format := connector.Format(r)
+	key, err := b.QueryKey("api_key", "api_key")
 	if err != nil {
-		return nil, c.base.Fail(call, 0, connector.AsError(err))
-	}
-	r := ds.Request
-	format := r.Format
-	if format == "" {
-		format = "json"
-	}
-	param := c.base.Provider().Auth.Param
-	if param == "" {
-		param = "api_key"
+		return connector.Plan{}, err
 	}
 	from, to := connector.CivilDate(req.From), connector.CivilDate(req.To)
 	q := []registry.Param{
 		{Name: "series_id", Value: r.SeriesID},
-		{Name: param, Value: key},
+		key,
 		{Name: "file_type", Value: format},
 		{Name: "observation_start", Value: from.Format("2006-01-02")},
 		{Name: "observation_end", Value: to.Format("2006-01-02")},
@@ -111,16 +74,9 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe, new
 	if offset > 0 {
 		q = append(q, registry.Param{Name: "offset", Value: strconv.Itoa(offset)})
 	}
-	if newestFirst {
+	if call.Probe {
 		q = append(q, registry.Param{Name: "sort_order", Value: "desc"})
 	}
-	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL(ObservationsPath, connector.EncodeQuery(q)),
-		Format: format, Classify: func(h connector.Head) connector.Verdict { return Classify(h, offset+limit) }})
-	if err != nil {
-		return nil, err
-	}
-	// count comes before the observations: the head decides.
-	more := resp.More
-	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
-	return resp, nil
+	return connector.Plan{Exchange: connector.Exchange{Call: call, URL: b.URL(ObservationsPath, connector.EncodeQuery(q)),
+		Format: format, Classify: func(h connector.Head) connector.Verdict { return Classify(h, offset+limit) }}}, nil
 }

@@ -133,17 +133,14 @@ func (e envelope) message() string {
 // before the status: rt_cd "0" is success; msg_cd EGW00201 is RateLimited;
 // EGW00121/EGW00122/EGW00123 are AuthFailed (the connector replaces the
 // token once, and confirms the refusal of new tokens itself: see
-// Connector.Fetch); another rt_cd on HTTP 200 is NoData when msg1 says nothing was
+// Connector.send); another rt_cd on HTTP 200 is NoData when msg1 says nothing was
 // found ("조회할 자료가 없습니다"), else BadRequest. An answer whose output
 // arrays all closed empty inside the head is NoData. A response header
 // tr_cont of M or F means more pages. The provider's msg_cd and msg1 are
 // kept in every error.
 func classify(h connector.Head) connector.Verdict {
-	env := envelope{}
-	isJSON := connector.Sniff(h.Bytes) == "json"
-	if isJSON {
-		env = readEnvelope(h.Bytes)
-	}
+	env, format := connector.ReadEnvelope(h.Bytes, readEnvelope, nil)
+	isJSON := format == "json"
 	code := env.code()
 	if c, ok := codeClasses[code]; ok && (code != "" && (!env.hasRtCd || env.rtCd != "0")) {
 		v := connector.Fail(c, code, env.message())

@@ -20,19 +20,16 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
-}
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // ProbeDays is how many days back a probe asks for.
 const ProbeDays = 14
 
-// Connector speaks KIS. Create one per provider and process and share it:
-// concurrent callers wait on a single token refresh.
+// Connector speaks KIS: the connector skeleton with KIS's steps, and the
+// access token they send with. Create one per provider and process and
+// share it: concurrent callers wait on a single token refresh.
 type Connector struct {
-	base  *connector.Base
+	connector.Skeleton
 	store connector.TokenStore
 
 	flight   chan struct{} // one token refresh at a time in this process
@@ -43,8 +40,6 @@ type Connector struct {
 	// (EGW00121/122/123), with no data answer between them.
 	refusals int
 }
-
-var _ connector.Connector = (*Connector)(nil)
 
 // New returns a KIS connector. Without Options.TokenStore, tokens are kept
 // in this process only (tokenstore.Memory).
@@ -57,64 +52,83 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 	if store == nil {
 		store = tokenstore.NewMemory()
 	}
-	return &Connector{base: b, store: store, flight: make(chan struct{}, 1)}, nil
+	c := &Connector{store: store, flight: make(chan struct{}, 1)}
+	// A probe asks for the last ProbeDays days of the dataset (one call;
+	// KIS answers at most about 50 rows, newest first, so the answer holds
+	// the newest row).
+	c.Skeleton = connector.NewSkeleton(b, connector.Steps{Needs: []string{"path", "tr_id"}, Plan: c.plan,
+		Probe: connector.LastDays(ProbeDays, 0), Newest: connector.HoldsNewest})
+	return c, nil
 }
 
-// Fetch asks for the dataset's endpoint with its parameters ({from} and
-// {to} filled in). A token the gateway rejects (EGW00121, EGW00123) is
-// replaced once and the call sent again; the rejection of a token issued
-// for this call is AuthFailed once DefaultConfirm such rejections came in
-// a row, Transient (waiting for the next token) before. When the
-// replacement would break the once-a-minute rule the call fails
-// RateLimited (EGW00133) with the wait, and tokenP is not asked.
-// Page > 1 sends tr_cont: N, the continuation of a previous answer whose
-// tr_cont was M or F; Response.Next asks for it.
-func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
-}
-
-// Probe asks for the last ProbeDays days of the dataset (one call; KIS
-// answers at most about 50 rows, newest first, so the answer holds the
-// newest row) and returns the answer (connector.ReadProbe).
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
-		From: today.AddDate(0, 0, -ProbeDays), To: today}, true)
-	return connector.ReadProbe(resp, err, true)
-}
-
-func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, ds, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	if ds.Request.Path == "" || ds.Request.TrID == "" {
-		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest,
-			Message: "the dataset needs request.path and request.tr_id"})
-	}
-	appKey, err := c.base.Credential("app_key")
+// plan asks for the dataset's endpoint with its parameters ({from} and
+// {to} filled in: the query of a GET, the JSON body of a POST) and the
+// KIS headers; send adds the access token. Page > 1 sends tr_cont: N, the
+// continuation of a previous answer whose tr_cont was M or F (the
+// response header: the head decides); Response.Next asks for it.
+func (c *Connector) plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	r := req.Dataset.Request
+	appKey, err := b.Credential("app_key")
 	if err != nil {
-		return nil, c.base.Fail(call, 0, connector.AsError(err))
+		return connector.Plan{}, err
 	}
-	appSecret, err := c.base.Credential("app_secret")
+	appSecret, err := b.Credential("app_secret")
 	if err != nil {
-		return nil, c.base.Fail(call, 0, connector.AsError(err))
+		return connector.Plan{}, err
 	}
+	params := r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To))
+	h := http.Header{}
+	h.Set("content-type", "application/json; charset=utf-8")
+	h["appkey"] = []string{appKey}
+	h["appsecret"] = []string{appSecret}
+	h["tr_id"] = []string{r.TrID}
+	h["custtype"] = []string{"P"}
+	if req.PageOrFirst() > 1 {
+		h["tr_cont"] = []string{"N"}
+	}
+	path := (&url.URL{Path: r.Path}).EscapedPath()
+	x := connector.Exchange{Call: call, Method: r.Method, Header: h, Format: "json", Classify: classify}
+	if r.Method == http.MethodPost {
+		body := map[string]string{}
+		for _, p := range params {
+			body[p.Name] = p.Value
+		}
+		data, err := json.Marshal(body)
+		if err != nil {
+			return connector.Plan{}, fmt.Errorf("encoding kis request body: %w", err)
+		}
+		x.URL, x.Body = b.URL(path, ""), data
+	} else {
+		x.URL = b.URL(path, connector.EncodeQuery(params))
+	}
+	return connector.Plan{Exchange: x, Send: func(ctx context.Context, x connector.Exchange) (*connector.Response, error) {
+		return c.send(ctx, x, appKey, appSecret)
+	}}, nil
+}
+
+// send sends a planned exchange with the access token of the app key. A
+// token the gateway rejects (EGW00121, EGW00123) is replaced once and the
+// call sent again; the rejection of a token issued for this call is
+// AuthFailed once DefaultConfirm such rejections came in a row, Transient
+// (waiting for the next token) before. When the replacement would break
+// the once-a-minute rule the call fails RateLimited (EGW00133) with the
+// wait, and tokenP is not asked.
+func (c *Connector) send(ctx context.Context, x connector.Exchange, appKey, appSecret string) (*connector.Response, error) {
 	tok, fresh, err := c.token(ctx, appKey, appSecret, "")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.send(ctx, call, req, appKey, appSecret, tok)
+	resp, err := c.Base().Do(ctx, bearer(x, tok))
 	var e *connector.Error
 	if err == nil || !errors.As(err, &e) || !tokenRejected(e.Code) {
 		c.answered(err)
-		return paged(req, resp), err
+		return resp, err
 	}
 	if fresh {
 		c.forget(tok)
 		return nil, c.refusedFresh(e)
 	}
-	c.base.Logger().Info("kis token rejected; replacing it", "dataset", ds.ID, "code", e.Code)
+	c.Base().Logger().Info("kis token rejected; replacing it", "dataset", x.Call.Dataset, "code", e.Code)
 	tok2, _, err := c.token(ctx, appKey, appSecret, tok)
 	if err != nil {
 		// The gateway's own words stay in the error (a replacement within
@@ -125,13 +139,20 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 		}
 		return nil, err
 	}
-	resp, err = c.send(ctx, call, req, appKey, appSecret, tok2)
+	resp, err = c.Base().Do(ctx, bearer(x, tok2))
 	if err != nil && errors.As(err, &e) && tokenRejected(e.Code) {
 		c.forget(tok2)
 		return nil, c.refusedFresh(e)
 	}
 	c.answered(err)
-	return paged(req, resp), err
+	return resp, err
+}
+
+// bearer returns the exchange carrying the access token tok.
+func bearer(x connector.Exchange, tok string) connector.Exchange {
+	x.Header = x.Header.Clone()
+	x.Header.Set("authorization", "Bearer "+tok)
+	return x
 }
 
 // refusedFresh handles the gateway's refusal of a token issued for this
@@ -170,49 +191,6 @@ func (c *Connector) answered(err error) {
 	c.mu.Lock()
 	c.refusals = 0
 	c.mu.Unlock()
-}
-
-// paged sets the Next of a successful answer: the response header tr_cont
-// M or F (Response.More) asks for the same query again with tr_cont: N,
-// the continuation the gateway keeps for it.
-func paged(req connector.Request, resp *connector.Response) *connector.Response {
-	if resp == nil {
-		return nil
-	}
-	more := resp.More
-	resp.Next = connector.NextByPage(req, connector.Watch(resp), func() (bool, error) { return more, nil })
-	return resp
-}
-
-func (c *Connector) send(ctx context.Context, call connector.Call, req connector.Request, appKey, appSecret, tok string) (*connector.Response, error) {
-	r := req.Dataset.Request
-	params := r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To))
-	h := http.Header{}
-	h.Set("content-type", "application/json; charset=utf-8")
-	h.Set("authorization", "Bearer "+tok)
-	h["appkey"] = []string{appKey}
-	h["appsecret"] = []string{appSecret}
-	h["tr_id"] = []string{r.TrID}
-	h["custtype"] = []string{"P"}
-	if req.PageOrFirst() > 1 {
-		h["tr_cont"] = []string{"N"}
-	}
-	path := (&url.URL{Path: r.Path}).EscapedPath()
-	x := connector.Exchange{Call: call, Method: r.Method, Header: h, Format: "json", Classify: classify}
-	if r.Method == http.MethodPost {
-		body := map[string]string{}
-		for _, p := range params {
-			body[p.Name] = p.Value
-		}
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding kis request body: %w", err)
-		}
-		x.URL, x.Body = c.base.URL(path, ""), data
-	} else {
-		x.URL = c.base.URL(path, connector.EncodeQuery(params))
-	}
-	return c.base.Do(ctx, x)
 }
 
 // kst is the timezone of KIS timestamps.

@@ -74,12 +74,12 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 	if t, ok := c.memory(rejected); ok {
 		return t, false, nil
 	}
-	key := TokenKey(c.base.BaseURL(), appKey, appSecret)
-	log := c.base.Logger()
+	key := TokenKey(c.Base().BaseURL(), appKey, appSecret)
+	log := c.Base().Logger()
 	rejected = c.rejectedToken(rejected)
 	if st, ok, err := c.store.Load(ctx, key); err != nil {
 		log.Warn("reading the kis token store", "error", err)
-	} else if ok && usable(st, c.base.Now(), rejected) {
+	} else if ok && usable(st, c.Base().Now(), rejected) {
 		c.remember(st)
 		return st.AccessToken, false, nil
 	}
@@ -90,7 +90,7 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 		if err != nil {
 			return fmt.Errorf("loading kis token: %w", err)
 		}
-		now := c.base.Now()
+		now := c.Base().Now()
 		if ok && usable(st, now, rejected) {
 			out = st
 			return nil
@@ -102,7 +102,7 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 				return nil
 			}
 			wait := MinIssueInterval - now.Sub(st.RequestedAt)
-			return c.base.Fail(connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallToken}, 0,
+			return c.Base().Fail(connector.Call{Provider: c.Base().Provider().ID, Kind: connector.CallToken}, 0,
 				&connector.Error{Class: connector.RateLimited, Code: CodeTokenThrottle, RetryAfter: wait,
 					Message: fmt.Sprintf("the kis token was refused and a new one was requested %s ago; the token endpoint allows one request a minute per app key", now.Sub(st.RequestedAt).Round(time.Second))})
 		}
@@ -146,7 +146,7 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 	}
 	c.remember(out)
 	if fresh {
-		c.base.TokenIssued(ctx, connector.TokenIssue{Provider: c.base.Provider().ID,
+		c.Base().TokenIssued(ctx, connector.TokenIssue{Provider: c.Base().Provider().ID,
 			IssuedAt: out.IssuedAt, ExpiresAt: out.ExpiresAt, Reason: reason})
 	}
 	return out.AccessToken, fresh, nil
@@ -158,7 +158,7 @@ func (c *Connector) memory(rejected string) (string, bool) {
 	if rejected == "" {
 		rejected = c.rejected
 	}
-	if usable(c.cached, c.base.Now(), rejected) {
+	if usable(c.cached, c.Base().Now(), rejected) {
 		return c.cached.AccessToken, true
 	}
 	return "", false
@@ -184,7 +184,7 @@ func (c *Connector) rejectedToken(rejected string) string {
 }
 
 func (c *Connector) remember(t connector.Token) {
-	c.base.Secrets().Add(t.AccessToken)
+	c.Base().Secrets().Add(t.AccessToken)
 	c.mu.Lock()
 	c.cached = t
 	c.mu.Unlock()
@@ -200,9 +200,9 @@ func (c *Connector) issue(ctx context.Context, appKey, appSecret string) (connec
 	}
 	h := http.Header{}
 	h.Set("content-type", "application/json; charset=utf-8")
-	call := connector.Call{Provider: c.base.Provider().ID, Kind: connector.CallToken}
-	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, Method: http.MethodPost,
-		URL: c.base.URL(TokenPath, ""), Header: h, Body: body, Format: "json", Classify: classifyToken})
+	call := connector.Call{Provider: c.Base().Provider().ID, Kind: connector.CallToken}
+	resp, err := c.Base().Do(ctx, connector.Exchange{Call: call, Method: http.MethodPost,
+		URL: c.Base().URL(TokenPath, ""), Header: h, Body: body, Format: "json", Classify: classifyToken})
 	if err != nil {
 		return connector.Token{}, err
 	}
@@ -211,15 +211,15 @@ func (c *Connector) issue(ctx context.Context, appKey, appSecret string) (connec
 	if err != nil {
 		return connector.Token{}, err
 	}
-	now := c.base.Now()
+	now := c.Base().Now()
 	tok, ok := parseTokenAnswer(data, now)
 	if !ok {
-		return connector.Token{}, c.base.Fail(call, resp.Status, &connector.Error{Class: connector.Transient,
+		return connector.Token{}, c.Base().Fail(call, resp.Status, &connector.Error{Class: connector.Transient,
 			Message: "the token answer holds no access_token"})
 	}
-	c.base.Secrets().Add(tok.AccessToken)
+	c.Base().Secrets().Add(tok.AccessToken)
 	if e := expiredAnswer(tok, now); e != nil {
-		return connector.Token{}, c.base.Fail(call, resp.Status, e)
+		return connector.Token{}, c.Base().Fail(call, resp.Status, e)
 	}
 	return tok, nil
 }

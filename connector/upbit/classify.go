@@ -83,11 +83,8 @@ func Classify(h connector.Head) connector.Verdict {
 }
 
 func classify(h connector.Head) connector.Verdict {
-	env := envelope{}
-	isJSON := connector.Sniff(h.Bytes) == "json"
-	if isJSON {
-		env = readEnvelope(h.Bytes)
-	}
+	env, format := connector.ReadEnvelope(h.Bytes, readEnvelope, nil)
+	isJSON := format == "json"
 	if h.Status >= 200 && h.Status <= 299 {
 		if !isJSON {
 			return connector.Fail(connector.Transient, "", "expected a JSON answer, got: "+connector.Snippet(h.Bytes, 160))

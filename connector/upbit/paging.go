@@ -64,12 +64,12 @@ func oldestCandle(tail []byte) (time.Time, bool) {
 // and count: a page holding fewer candles than asked is the last (the
 // market has no older ones); a full page whose oldest candle starts after
 // From's day is followed by the page before that candle.
-func (c *Connector) pages(call connector.Call, req connector.Request, resp *connector.Response, toParam string, count int) {
+func pages(b *connector.Base, call connector.Call, req connector.Request, resp *connector.Response, toParam string, count int) {
 	counter := &candleCounter{}
 	tail := &connector.Tail{}
 	watch := connector.Watch(resp, counter, tail)
 	fail := func(msg string) error {
-		return c.base.Fail(call, resp.Status, &connector.Error{Class: connector.Transient, Code: "paging", Message: msg})
+		return b.Fail(call, resp.Status, &connector.Error{Class: connector.Transient, Code: "paging", Message: msg})
 	}
 	resp.Next = func() (connector.Request, bool, error) {
 		if !watch.Done() {

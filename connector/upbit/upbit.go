@@ -5,7 +5,6 @@
 package upbit
 
 import (
-	"context"
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
@@ -22,11 +21,17 @@ import (
 	"github.com/sluicehq/sluice/registry"
 )
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		return New(p, opts)
-	})
+// New returns an UPBIT connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"market"}, Plan: plan, Probe: probe, Newest: connector.HoldsNewest})
 }
+
+// Connector speaks UPBIT: the connector skeleton with UPBIT's plan. A
+// probe asks for today's single candle (count=1, the UTC candle day), the
+// newest there is.
+type Connector struct{ connector.Skeleton }
+
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 
 // DaysPath is the daily candles endpoint, the default path.
 const DaysPath = "/v1/candles/days"
@@ -37,39 +42,10 @@ const MaxCount = 200
 // quotationPrefixes are the public endpoints, which need no JWT.
 var quotationPrefixes = []string{"/v1/candles/", "/v1/market/", "/v1/trades/", "/v1/ticker", "/v1/orderbook"}
 
-// Connector speaks UPBIT.
-type Connector struct {
-	base *connector.Base
-}
-
-var _ connector.Connector = (*Connector)(nil)
-
-// New returns an UPBIT connector.
-func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
-	b, err := connector.NewBase(p, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Connector{base: b}, nil
-}
-
-// Fetch asks for the daily candles of From … To, civil dates of UTC
-// candle days (a candle day runs 00:00–24:00 UTC, 09:00–09:00 KST):
-// to = the day after To at 00:00:00 UTC (exclusive), count = the days in
-// the range, at most MaxCount. Limit > 0 asks for fewer: the newest Limit
-// candles before to. A range of more than MaxCount days comes in pages,
-// newest first: Response.Next sets Cursor to the oldest candle of a full
-// page (the next page's exclusive to) while that candle is after From.
-func (c *Connector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
-}
-
-// Probe asks for today's single candle (count=1), the newest there is,
-// and returns the answer (connector.ReadProbe).
-func (c *Connector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := connector.CivilDate(c.base.Now().UTC())
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds, From: today, To: today}, true)
-	return connector.ReadProbe(resp, err, true)
+// probe asks for today's candle: the UTC candle day.
+func probe(b *connector.Base, ds *registry.Dataset) connector.Request {
+	today := connector.CivilDate(b.Now().UTC())
+	return connector.Request{Dataset: ds, From: today, To: today}
 }
 
 // CandleWindow returns the to and count parameters of the daily candles
@@ -101,29 +77,30 @@ func cursorWindow(from time.Time, cursor string) (time.Time, int, error) {
 	return to, min(days, MaxCount), nil
 }
 
-func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, ds, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	if ds.Request.Market == "" {
-		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: "the dataset needs request.market"})
-	}
+// plan asks for the daily candles of From … To, civil dates of UTC
+// candle days (a candle day runs 00:00–24:00 UTC, 09:00–09:00 KST):
+// to = the day after To at 00:00:00 UTC (exclusive), count = the days in
+// the range, at most MaxCount. Limit > 0 asks for fewer: the newest Limit
+// candles before to. A range of more than MaxCount days comes in pages,
+// newest first: Response.Next sets Cursor to the oldest candle of a full
+// page (the next page's exclusive to) while that candle is after From.
+func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	r := req.Dataset.Request
+	bad := func(msg string) error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
 	toParam, count, err := CandleWindow(req.From, req.To)
 	if err != nil {
-		return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: err.Error()})
+		return connector.Plan{}, bad(err.Error())
 	}
 	if req.Cursor != "" {
 		var to time.Time
 		if to, count, err = cursorWindow(req.From, req.Cursor); err != nil {
-			return nil, c.base.Fail(call, 0, &connector.Error{Class: connector.BadRequest, Message: err.Error()})
+			return connector.Plan{}, bad(err.Error())
 		}
 		toParam = to.Format(toLayout)
 	}
 	if req.Limit > 0 && req.Limit < count {
 		count = req.Limit
 	}
-	r := ds.Request
 	path := r.Path
 	if path == "" {
 		path = DaysPath
@@ -137,19 +114,15 @@ func (c *Connector) fetch(ctx context.Context, req connector.Request, probe bool
 	h := http.Header{}
 	h.Set("Accept", "application/json")
 	if !quotation(path) {
-		auth, err := c.sign(q)
+		auth, err := sign(b, q)
 		if err != nil {
-			return nil, c.base.Fail(call, 0, connector.AsError(err))
+			return connector.Plan{}, err
 		}
 		h.Set("Authorization", auth)
 	}
-	resp, err := c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL((&url.URL{Path: path}).EscapedPath(), connector.EncodeQuery(q)),
-		Header: h, Format: "json", Classify: Classify})
-	if err != nil {
-		return nil, err
-	}
-	c.pages(call, req, resp, toParam, count)
-	return resp, nil
+	x := connector.Exchange{Call: call, URL: b.URL((&url.URL{Path: path}).EscapedPath(), connector.EncodeQuery(q)),
+		Header: h, Format: "json", Classify: Classify}
+	return connector.Plan{Exchange: x, Pages: func(resp *connector.Response) { pages(b, call, req, resp, toParam, count) }}, nil
 }
 
 func quotation(path string) bool {
@@ -164,12 +137,12 @@ func quotation(path string) bool {
 // sign returns the Authorization header of an exchange call: an HS512 JWT
 // with access_key, a fresh nonce and, when there are parameters, the hex
 // SHA-512 of the unescaped query string as query_hash.
-func (c *Connector) sign(q []registry.Param) (string, error) {
-	access, err := c.base.Credential("access_key")
+func sign(b *connector.Base, q []registry.Param) (string, error) {
+	access, err := b.Credential("access_key")
 	if err != nil {
 		return "", err
 	}
-	secret, err := c.base.Credential("secret_key")
+	secret, err := b.Credential("secret_key")
 	if err != nil {
 		return "", err
 	}

@@ -24,10 +24,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	simulator.Register(simulator.Registration{Connector: "datago", New: newProvider, Credential: credential})
-}
-
 // credential shapes the test key like a real decoding key: 88 base64
 // characters ending in "==" and holding '+' and '/', so that a key encoded
 // twice or not at all is rejected as the portal does.
@@ -45,6 +41,7 @@ const (
 
 // provider is the data.go.kr wire of one simulator.
 type provider struct {
+	simulator.Stateless
 	h      *simulator.Host
 	routes map[string][]*registry.Dataset // path → datasets
 	dirs   map[string]bool                // service directories of the paths
@@ -62,20 +59,21 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	return p, nil
 }
 
+func init() {
+	simulator.Register(simulator.Registration{Connector: "datago", New: newProvider, Credential: credential})
+}
+
 // Route claims the declared paths and any other path under a declared
 // service directory (answered "no such service").
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		if cands := p.routes[path]; len(cands) > 0 {
 			q := r.URL.Query()
 			key := q.Get("serviceKey")
 			if key == "" {
 				key = q.Get("ServiceKey")
 			}
-			in := p.h.Owner("service_key", key)
-			if in == nil {
-				in = p.h.Instance(cands[0].Provider)
-			}
+			in := p.h.OwnerOr("service_key", key, p.h.Instance(cands[0].Provider))
 			ds := simulator.BestDataset(cands, in.Provider().ID, q, nil)
 			if ds == nil {
 				ds = cands[0]
@@ -86,12 +84,9 @@ func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
 		if p.dirs[pathDir(path)] {
 			return simulator.Route{Instance: p.h.First(), Path: path, Serve: p.serveUnknown}, true
 		}
-	}
-	return simulator.Route{}, false
+		return simulator.Route{}, false
+	})
 }
-
-// Reset has nothing to forget.
-func (p *provider) Reset() {}
 
 func pathDir(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i > 0 {

@@ -20,12 +20,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	// The test key is shaped like a real one: 20 upper-case letters and
-	// digits.
-	simulator.Register(simulator.Registration{Connector: "ecos", New: newProvider, Credential: simulator.Shaped(simulator.AlnumUpper, 20)})
-}
-
 const (
 	ctJSON = "application/json;charset=UTF-8"
 	ctXML  = "text/xml;charset=UTF-8"
@@ -33,6 +27,7 @@ const (
 
 // provider is the ECOS wire of one simulator.
 type provider struct {
+	simulator.Stateless
 	h     *simulator.Host
 	stats map[string][]*registry.Dataset // stat code → datasets
 	serve simulator.Handler
@@ -44,31 +39,31 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	return p, nil
 }
 
+func init() {
+	// The test key is shaped like a real one: 20 upper-case letters and
+	// digits.
+	simulator.Register(simulator.Registration{Connector: "ecos", New: newProvider, Credential: simulator.Shaped(simulator.AlnumUpper, 20)})
+}
+
 // Route claims every path under /api/; the key segment tells the registry
 // provider, the stat code and items the dataset.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		if !strings.HasPrefix(path, "/api/") {
-			continue
+			return simulator.Route{}, false
 		}
 		in := p.h.First()
 		seg := strings.Split(strings.TrimPrefix(path, "/api/"), "/")
 		if len(seg) > 1 {
-			if owner := p.h.Owner("api_key", seg[1]); owner != nil {
-				in = owner
-			}
+			in = p.h.OwnerOr("api_key", seg[1], in)
 		}
 		var ds *registry.Dataset
 		if len(seg) > 6 {
 			ds = bestDataset(p.stats[seg[6]], in.Provider().ID, seg)
 		}
 		return simulator.Route{Instance: in, Dataset: ds, Path: path, LogPath: redactPath(path), Serve: p.serve}, true
-	}
-	return simulator.Route{}, false
+	})
 }
-
-// Reset has nothing to forget.
-func (p *provider) Reset() {}
 
 // redactPath removes the key segment.
 func redactPath(path string) string {
@@ -135,15 +130,9 @@ func result(xml bool, code, outcome string) *simulator.Reply {
 		b = append(b, "\n</RESULT>\n"...)
 		return simulator.NewReply(http.StatusOK, ctXML, b, outcome)
 	}
-	var w simulator.JSON
-	w.Open('{')
-	w.Key("RESULT")
-	w.Open('{')
-	w.KStr("CODE", code)
-	w.KStr("MESSAGE", msg)
-	w.Close('}')
-	w.Close('}')
-	return simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), outcome)
+	return simulator.JSONReply(http.StatusOK, ctJSON, outcome, func(w *simulator.JSON) {
+		w.KObject("RESULT", func() { w.KStr("CODE", code); w.KStr("MESSAGE", msg) })
+	})
 }
 
 // statisticSearch answers GET /api/StatisticSearch/{KEY}/{json|xml}/{kr|en}/

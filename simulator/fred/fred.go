@@ -19,16 +19,11 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	// The test key is shaped like a real one: 32 lower-case letters and
-	// digits (anything else is refused).
-	simulator.Register(simulator.Registration{Connector: "fred", New: newProvider, Credential: simulator.Shaped(simulator.AlnumLower, 32)})
-}
-
 const observationsPath = "/fred/series/observations"
 
 // provider is the FRED wire of one simulator.
 type provider struct {
+	simulator.Stateless
 	h      *simulator.Host
 	series map[string][]*registry.Dataset // series id → datasets
 	serve  simulator.Handler
@@ -40,25 +35,24 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	return p, nil
 }
 
-// Route claims /fred/series/observations.
-func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
-		if path != observationsPath {
-			continue
-		}
-		q := r.URL.Query()
-		in := p.h.Owner("api_key", q.Get("api_key"))
-		if in == nil {
-			in = p.h.First()
-		}
-		ds := simulator.BestDataset(p.series[q.Get("series_id")], in.Provider().ID, nil, nil)
-		return simulator.Route{Instance: in, Dataset: ds, Path: path, Serve: p.serve}, true
-	}
-	return simulator.Route{}, false
+func init() {
+	// The test key is shaped like a real one: 32 lower-case letters and
+	// digits (anything else is refused).
+	simulator.Register(simulator.Registration{Connector: "fred", New: newProvider, Credential: simulator.Shaped(simulator.AlnumLower, 32)})
 }
 
-// Reset has nothing to forget.
-func (p *provider) Reset() {}
+// Route claims /fred/series/observations.
+func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
+		if path != observationsPath {
+			return simulator.Route{}, false
+		}
+		q := r.URL.Query()
+		in := p.h.OwnerOr("api_key", q.Get("api_key"), p.h.First())
+		ds := simulator.BestDataset(p.series[q.Get("series_id")], in.Provider().ID, nil, nil)
+		return simulator.Route{Instance: in, Dataset: ds, Path: path, Serve: p.serve}, true
+	})
+}
 
 const keyHelp = "  Read https://fred.stlouisfed.org/docs/api/api_key.html for more information."
 
@@ -96,12 +90,10 @@ func fail(xml bool, status int, msg, outcome string) *simulator.Reply {
 		b = append(b, "\"/>\n"...)
 		return simulator.NewReply(status, "text/xml; charset=UTF-8", b, outcome)
 	}
-	var w simulator.JSON
-	w.Open('{')
-	w.KInt("error_code", int64(status))
-	w.KStr("error_message", msg)
-	w.Close('}')
-	return simulator.NewReply(status, "application/json; charset=UTF-8", w.Bytes(), outcome)
+	return simulator.JSONReply(status, "application/json; charset=UTF-8", outcome, func(w *simulator.JSON) {
+		w.KInt("error_code", int64(status))
+		w.KStr("error_message", msg)
+	})
 }
 
 func isKey(k string) bool {

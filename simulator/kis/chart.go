@@ -185,10 +185,25 @@ func changeSign(diff float64) string {
 	return "3"
 }
 
+// change returns a bar's close and the previous bar's, rounded as the
+// instrument quotes them, and the difference.
+func change(in *instrument, cur, prev synth.Bar) (c, p, diff float64) {
+	c, p = simulator.Round(cur.Close, in.dec), simulator.Round(prev.Close, in.dec)
+	return c, p, c - p
+}
+
+// writeRange writes the previous day's volume and the day's open, high
+// and low, their keys under the endpoint's prefix (bstp_nmix_oprc,
+// ovrs_prod_oprc, …).
+func writeRange(w *simulator.JSON, in *instrument, cur, prev synth.Bar, prefix string) {
+	w.KStr("prdy_vol", simulator.FormatAmount(in.volBase*prev.Volume))
+	w.KStr(prefix+"oprc", simulator.FormatFixed(cur.Open, in.dec))
+	w.KStr(prefix+"hgpr", simulator.FormatFixed(cur.High, in.dec))
+	w.KStr(prefix+"lwpr", simulator.FormatFixed(cur.Low, in.dec))
+}
+
 func writeIndexOutput1(w *simulator.JSON, in *instrument, cur, prev synth.Bar, iscd string) {
-	c := simulator.Round(cur.Close, in.dec)
-	p := simulator.Round(prev.Close, in.dec)
-	diff := c - p
+	c, p, diff := change(in, cur, prev)
 	w.Open('{')
 	w.KStr("bstp_nmix_prpr", simulator.FormatFixed(c, in.dec))
 	w.KStr("bstp_nmix_prdy_vrss", simulator.FormatFixed(diff, in.dec))
@@ -199,17 +214,12 @@ func writeIndexOutput1(w *simulator.JSON, in *instrument, cur, prev synth.Bar, i
 	w.KStr("acml_tr_pbmn", simulator.FormatAmount(in.amtBase*cur.Volume*cur.Close/in.series.Base()))
 	w.KStr("hts_kor_isnm", in.name)
 	w.KStr("bstp_cls_code", iscd)
-	w.KStr("prdy_vol", simulator.FormatAmount(in.volBase*prev.Volume))
-	w.KStr("bstp_nmix_oprc", simulator.FormatFixed(cur.Open, in.dec))
-	w.KStr("bstp_nmix_hgpr", simulator.FormatFixed(cur.High, in.dec))
-	w.KStr("bstp_nmix_lwpr", simulator.FormatFixed(cur.Low, in.dec))
+	writeRange(w, in, cur, prev, "bstp_nmix_")
 	w.Close('}')
 }
 
 func writeOverseasOutput1(w *simulator.JSON, in *instrument, cur, prev synth.Bar, iscd string) {
-	c := simulator.Round(cur.Close, in.dec)
-	p := simulator.Round(prev.Close, in.dec)
-	diff := c - p
+	c, p, diff := change(in, cur, prev)
 	w.Open('{')
 	w.KStr("ovrs_nmix_prdy_vrss", simulator.FormatFixed(diff, in.dec))
 	w.KStr("prdy_vrss_sign", changeSign(diff))
@@ -219,9 +229,6 @@ func writeOverseasOutput1(w *simulator.JSON, in *instrument, cur, prev synth.Bar
 	w.KStr("hts_kor_isnm", in.name)
 	w.KStr("ovrs_nmix_prpr", simulator.FormatFixed(c, in.dec))
 	w.KStr("stck_shrn_iscd", iscd)
-	w.KStr("prdy_vol", simulator.FormatAmount(in.volBase*prev.Volume))
-	w.KStr("ovrs_prod_oprc", simulator.FormatFixed(cur.Open, in.dec))
-	w.KStr("ovrs_prod_hgpr", simulator.FormatFixed(cur.High, in.dec))
-	w.KStr("ovrs_prod_lwpr", simulator.FormatFixed(cur.Low, in.dec))
+	writeRange(w, in, cur, prev, "ovrs_prod_")
 	w.Close('}')
 }

@@ -34,10 +34,6 @@ import (
 	"github.com/sluicehq/sluice/simulator"
 )
 
-func init() {
-	simulator.Register(simulator.Registration{Connector: "kis", New: newProvider, Credential: credential})
-}
-
 // credential shapes the test keys like real ones: an app key is "PS" and
 // 34 letters and digits (36 characters), a secret 180 base64 characters.
 func credential(role, env string) string {
@@ -71,9 +67,13 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	return p, nil
 }
 
+func init() {
+	simulator.Register(simulator.Registration{Connector: "kis", New: newProvider, Credential: credential})
+}
+
 // Route claims the token endpoints and the declared dataset paths.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		switch path {
 		case "/oauth2/tokenP":
 			return simulator.Route{Instance: p.h.First(), Path: path, Serve: p.serveToken}, true
@@ -81,16 +81,13 @@ func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
 			return simulator.Route{Instance: p.h.First(), Path: path, Serve: p.serveRevoke}, true
 		}
 		if cands := p.routes[path]; len(cands) > 0 {
-			in := p.h.Owner("app_key", r.Header.Get("appkey"))
-			if in == nil {
-				in = p.h.Instance(cands[0].Provider)
-			}
+			in := p.h.OwnerOr("app_key", r.Header.Get("appkey"), p.h.Instance(cands[0].Provider))
 			trID := r.Header.Get("tr_id")
 			ds := simulator.BestDataset(cands, in.Provider().ID, r.URL.Query(), func(d *registry.Dataset) bool { return d.Request.TrID == trID })
 			return simulator.Route{Instance: in, Dataset: ds, Path: path, Serve: p.serveData}, true
 		}
-	}
-	return simulator.Route{}, false
+		return simulator.Route{}, false
+	})
 }
 
 // Reset forgets the paging cursors.
@@ -133,23 +130,24 @@ type token struct {
 
 // gatewayError is the body of a KIS data-endpoint error.
 func gatewayError(status int, code, msg, outcome string) *simulator.Reply {
-	var w simulator.JSON
-	w.Open('{')
-	w.KStr("rt_cd", "1")
-	w.KStr("msg_cd", code)
-	w.KStr("msg1", msg)
-	w.Close('}')
-	return simulator.NewReply(status, ctJSON, w.Bytes(), outcome)
+	return envelope(status, "1", code, msg, outcome)
+}
+
+// envelope answers with the rt_cd/msg_cd/msg1 envelope alone.
+func envelope(status int, rtCd, msgCd, msg, outcome string) *simulator.Reply {
+	return simulator.JSONReply(status, ctJSON, outcome, func(w *simulator.JSON) {
+		w.KStr("rt_cd", rtCd)
+		w.KStr("msg_cd", msgCd)
+		w.KStr("msg1", msg)
+	})
 }
 
 // oauthError is the body of a /oauth2 error.
 func oauthError(status int, code, msg, outcome string) *simulator.Reply {
-	var w simulator.JSON
-	w.Open('{')
-	w.KStr("error_description", msg)
-	w.KStr("error_code", code)
-	w.Close('}')
-	return simulator.NewReply(status, ctJSON, w.Bytes(), outcome)
+	return simulator.JSONReply(status, ctJSON, outcome, func(w *simulator.JSON) {
+		w.KStr("error_description", msg)
+		w.KStr("error_code", code)
+	})
 }
 
 type oauthRequest struct {
@@ -231,14 +229,12 @@ func (p *provider) issue(r *http.Request, expired bool) *simulator.Reply {
 	}
 
 	remaining := max(int64(expires.Sub(now)/time.Second), 0)
-	var w simulator.JSON
-	w.Open('{')
-	w.KStr("access_token", value)
-	w.KStr("access_token_token_expired", expires.In(in.Provider().Location).Format("2006-01-02 15:04:05"))
-	w.KStr("token_type", "Bearer")
-	w.KInt("expires_in", remaining)
-	w.Close('}')
-	return simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
+	return simulator.JSONReply(http.StatusOK, ctJSON, "ok", func(w *simulator.JSON) {
+		w.KStr("access_token", value)
+		w.KStr("access_token_token_expired", expires.In(in.Provider().Location).Format("2006-01-02 15:04:05"))
+		w.KStr("token_type", "Bearer")
+		w.KInt("expires_in", remaining)
+	})
 }
 
 // tokenValue builds a JWT-shaped token (HS512, like KIS's), unique per
@@ -280,12 +276,10 @@ func (p *provider) revokeP(r *http.Request, _ simulator.Route, _ float64) *simul
 	if !ok {
 		return oauthError(http.StatusForbidden, "EGW00121", "유효하지 않은 token 입니다.", "auth")
 	}
-	var w simulator.JSON
-	w.Open('{')
-	w.KInt("code", 200)
-	w.KStr("message", "접근토큰 폐기에 성공하였습니다")
-	w.Close('}')
-	return simulator.NewReply(http.StatusOK, ctJSON, w.Bytes(), "ok")
+	return simulator.JSONReply(http.StatusOK, ctJSON, "ok", func(w *simulator.JSON) {
+		w.KInt("code", 200)
+		w.KStr("message", "접근토큰 폐기에 성공하였습니다")
+	})
 }
 
 // ExpireTokens makes every KIS token the simulator issued expired
@@ -435,13 +429,7 @@ func (p *provider) ShapeReply(shape string, r *http.Request, _ simulator.Route, 
 		if msg == "" {
 			msg = def[1]
 		}
-		var w simulator.JSON
-		w.Open('{')
-		w.KStr("rt_cd", code)
-		w.KStr("msg_cd", msgCd)
-		w.KStr("msg1", msg)
-		w.Close('}')
-		rep := simulator.NewReply(simulator.OrStatus(f.Status, http.StatusOK), ctJSON, w.Bytes(), "fault-shape")
+		rep := envelope(simulator.OrStatus(f.Status, http.StatusOK), code, msgCd, msg, "fault-shape")
 		if trID := r.Header.Get("tr_id"); trID != "" {
 			rep.Header.Set("tr_id", trID)
 		}

@@ -29,11 +29,6 @@ import (
 	"github.com/sluicehq/sluice/simulator/synth"
 )
 
-func init() {
-	// The test keys are shaped like real ones: 40 letters and digits.
-	simulator.Register(simulator.Registration{Connector: "upbit", New: newProvider, Credential: simulator.Shaped(simulator.AlnumMixed, 40)})
-}
-
 const ctJSON = "application/json;charset=UTF-8"
 
 // provider is the UPBIT wire of one simulator. nonces are guarded by the
@@ -54,9 +49,14 @@ func newProvider(h *simulator.Host) (simulator.Provider, error) {
 	return p, nil
 }
 
+func init() {
+	// The test keys are shaped like real ones: 40 letters and digits.
+	simulator.Register(simulator.Registration{Connector: "upbit", New: newProvider, Credential: simulator.Shaped(simulator.AlnumMixed, 40)})
+}
+
 // Route claims the candle paths and the exchange endpoints.
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
 		in := p.h.First()
 		switch {
 		case strings.HasPrefix(path, "/v1/candles/"):
@@ -67,8 +67,8 @@ func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
 		case path == "/v1/accounts" || path == "/v1/orders/chance":
 			return simulator.Route{Instance: in, Path: path, Serve: p.serveExchange}, true
 		}
-	}
-	return simulator.Route{}, false
+		return simulator.Route{}, false
+	})
 }
 
 // Reset keeps the used nonces used.
@@ -88,15 +88,9 @@ var BlockRule = simulator.BlockRule{Strikes: 5, Window: 10 * time.Second, Base: 
 const maxNonces = 100000
 
 func fail(status int, name, msg, outcome string) *simulator.Reply {
-	var w simulator.JSON
-	w.Open('{')
-	w.Key("error")
-	w.Open('{')
-	w.KStr("name", name)
-	w.KStr("message", msg)
-	w.Close('}')
-	w.Close('}')
-	return simulator.NewReply(status, ctJSON, w.Bytes(), outcome)
+	return simulator.JSONReply(status, ctJSON, outcome, func(w *simulator.JSON) {
+		w.KObject("error", func() { w.KStr("name", name); w.KStr("message", msg) })
+	})
 }
 
 // scopesOf returns the scope a call is charged to: the named one, else
@@ -163,30 +157,21 @@ func marketFor(seed int64, name string) market {
 	return m
 }
 
+// priceUnits are UPBIT's KRW price units: a price of at least from
+// moves in steps of unit; below the last, 0.0001.
+var priceUnits = []struct{ from, unit float64 }{
+	{2e6, 1000}, {1e6, 500}, {5e5, 100}, {1e5, 50}, {1e4, 10},
+	{1e3, 1}, {100, 0.1}, {10, 0.01}, {1, 0.001},
+}
+
 // tick rounds a KRW price to UPBIT's price unit.
 func tick(p float64) float64 {
-	var unit float64
-	switch {
-	case p >= 2e6:
-		unit = 1000
-	case p >= 1e6:
-		unit = 500
-	case p >= 5e5:
-		unit = 100
-	case p >= 1e5:
-		unit = 50
-	case p >= 1e4:
-		unit = 10
-	case p >= 1e3:
-		unit = 1
-	case p >= 100:
-		unit = 0.1
-	case p >= 10:
-		unit = 0.01
-	case p >= 1:
-		unit = 0.001
-	default:
-		unit = 0.0001
+	unit := 0.0001
+	for _, u := range priceUnits {
+		if p >= u.from {
+			unit = u.unit
+			break
+		}
 	}
 	return math.Round(p/unit) * unit
 }
