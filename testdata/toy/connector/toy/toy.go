@@ -1,12 +1,11 @@
 // Package toy is the connector of a throwaway sixth provider, "toy", kept
 // in testdata: it is what connector/<p>/<p>.go holds for a real provider
-// (docs/providers.md, Adding a provider) — the connector on
-// connector.Base and, beside it, its wire spec, registered from init.
+// (docs/providers.md, Adding a provider) — the connector skeleton filled
+// in with its steps and, beside it, its wire spec, registered from init.
 // Only tests link it.
 package toy
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -29,67 +28,58 @@ var Spec = wire.Spec{
 	Coverage:  wire.Coverage{Align: wire.Month},
 }
 
-// ProbeDays is how far back a probe looks for the newest row.
+// ProbeDays is how far back a probe looks for the newest row; it asks
+// for one row, and rows come newest first.
 const ProbeDays = 31
 
-type toyConnector struct{ base *connector.Base }
-
-// Fetch asks for one page of a dataset's rows in the request's range.
-func (c *toyConnector) Fetch(ctx context.Context, req connector.Request) (*connector.Response, error) {
-	return c.fetch(ctx, req, false)
+// New returns a toy connector.
+func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
+	return connector.Assemble[Connector](p, opts, connector.Steps{Needs: []string{"path"}, Plan: plan,
+		Probe: connector.LastDays(ProbeDays, 1), Newest: connector.HoldsNewest})
 }
 
-// Probe asks for the newest row of the last ProbeDays days: rows come
-// newest first, so the one row it gets is the newest the toy publishes.
-func (c *toyConnector) Probe(ctx context.Context, ds *registry.Dataset) (connector.ProbeAnswer, error) {
-	today := c.base.Today()
-	resp, err := c.fetch(ctx, connector.Request{Dataset: ds,
-		From: today.AddDate(0, 0, -ProbeDays), To: today, Limit: 1}, true)
-	return connector.ReadProbe(resp, err, true)
-}
+// Connector speaks the toy's wire: the connector skeleton with its plan.
+type Connector struct{ connector.Skeleton }
 
-func (c *toyConnector) fetch(ctx context.Context, req connector.Request, probe bool) (*connector.Response, error) {
-	call, ds, derr := c.base.Dataset(req, probe)
-	if derr != nil {
-		return nil, derr
-	}
-	key, err := c.base.Credential("api_key")
+func init() { connector.Register(Spec, connector.FactoryOf(New)) }
+
+// plan asks for one page of the dataset's rows from From to To (its
+// params' {from}/{to}), page and size in the query; the answer's total
+// says whether more pages follow.
+func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+	r := req.Dataset.Request
+	key, err := b.QueryKey("api_key", "key")
 	if err != nil {
-		return nil, c.base.Fail(call, 0, connector.AsError(err))
+		return connector.Plan{}, err
 	}
-	size := ds.Request.PageSize
+	size := r.PageSize
 	if size <= 0 {
 		size = Spec.Paging.DefaultRows
 	}
 	if req.Limit > 0 {
 		size = req.Limit
 	}
-	q := append(ds.Request.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To)),
-		registry.Param{Name: "key", Value: key}, registry.Param{Name: "page", Value: strconv.Itoa(req.PageOrFirst())},
+	q := append(r.ExpandParams(connector.CivilDate(req.From), connector.CivilDate(req.To)),
+		key, registry.Param{Name: "page", Value: strconv.Itoa(req.PageOrFirst())},
 		registry.Param{Name: "size", Value: strconv.Itoa(size)})
 	last := req.PageOrFirst() * size
-	return c.base.Do(ctx, connector.Exchange{Call: call, URL: c.base.URL(ds.Request.Path, connector.EncodeQuery(q)), Format: "json",
-		Classify: func(h connector.Head) connector.Verdict {
-			if h.Status != http.StatusOK {
-				return connector.StatusVerdict(h, time.Second)
-			}
-			var a struct{ Data struct{ Total int } }
-			if json.Unmarshal(h.Bytes, &a) != nil && h.Complete {
-				return connector.Fail(connector.Transient, "", "not a toy answer: "+connector.Snippet(h.Bytes, 80))
-			}
-			if a.Data.Total == 0 && h.Complete {
-				return connector.Fail(connector.NoData, "", "no rows in the range")
-			}
-			return connector.Verdict{More: a.Data.Total > last}
-		}})
+	return connector.Plan{Exchange: connector.Exchange{Call: call, URL: b.URL(r.Path, connector.EncodeQuery(q)), Format: "json",
+		Classify: func(h connector.Head) connector.Verdict { return classify(h, last) }}}, nil
 }
 
-func init() {
-	connector.Register(Spec, func(p *registry.Provider, opts connector.Options) (connector.Connector, error) {
-		b, err := connector.NewBase(p, opts)
-		if err != nil {
-			return nil, err
-		}
-		return &toyConnector{base: b}, nil
-	})
+// classify reads the head of an answer: an HTTP error by its status, a
+// body that is not the toy's envelope as transient, no rows as NoData,
+// more pages while the total lies beyond the last row asked.
+func classify(h connector.Head, last int) connector.Verdict {
+	if h.Status != http.StatusOK {
+		return connector.StatusVerdict(h, time.Second)
+	}
+	var a struct{ Data struct{ Total int } }
+	if json.Unmarshal(h.Bytes, &a) != nil && h.Complete {
+		return connector.Fail(connector.Transient, "", "not a toy answer: "+connector.Snippet(h.Bytes, 80))
+	}
+	if a.Data.Total == 0 && h.Complete {
+		return connector.Fail(connector.NoData, "", "no rows in the range")
+	}
+	return connector.Verdict{More: a.Data.Total > last}
 }

@@ -18,24 +18,21 @@ import (
 var FirstDay = synth.Date(2020, 1, 1)
 
 type provider struct {
+	simulator.Stateless
 	h      *simulator.Host
 	routes map[string][]*registry.Dataset
 }
 
 func (p *provider) Route(r *http.Request) (simulator.Route, bool) {
-	for _, path := range p.h.Paths(r.URL.Path) {
-		if cands := p.routes[path]; len(cands) > 0 {
-			in := p.h.Owner("api_key", r.URL.Query().Get("key"))
-			if in == nil {
-				in = p.h.First()
-			}
-			return simulator.Route{Instance: in, Dataset: cands[0], Path: path, Serve: p.serve}, true
+	return p.h.Claim(r, func(path string) (simulator.Route, bool) {
+		cands := p.routes[path]
+		if len(cands) == 0 {
+			return simulator.Route{}, false
 		}
-	}
-	return simulator.Route{}, false
+		in := p.h.OwnerOr("api_key", r.URL.Query().Get("key"), p.h.First())
+		return simulator.Route{Instance: in, Dataset: cands[0], Path: path, Serve: p.serve}, true
+	})
 }
-
-func (p *provider) Reset() {}
 
 // serve answers a page of the rows of [from, to], newest first: one a
 // day from FirstDay to yesterday by the simulator's clock (a day is
@@ -43,11 +40,7 @@ func (p *provider) Reset() {}
 func (p *provider) serve(r *http.Request, rt simulator.Route, fraction float64) *simulator.Reply {
 	q := r.URL.Query()
 	fail := func(status int, msg, outcome string) *simulator.Reply {
-		var w simulator.JSON
-		w.Open('{')
-		w.KStr("error", msg)
-		w.Close('}')
-		return simulator.NewReply(status, "application/json", w.Bytes(), outcome)
+		return simulator.JSONReply(status, "application/json", outcome, func(w *simulator.JSON) { w.KStr("error", msg) })
 	}
 	in := p.h.Owner("api_key", q.Get("key"))
 	if in == nil {
@@ -68,24 +61,21 @@ func (p *provider) serve(r *http.Request, rt simulator.Route, fraction float64) 
 	start, end := max(from, FirstDay), min(to, yesterday)
 	total := max(0, int(end-start)+1)
 	series := synth.NewSeries(p.h.Seed(), "toy", 100, 0.01)
-	w := simulator.NewJSON(256)
-	w.Open('{')
-	w.Key("data")
-	w.Open('{')
-	w.KInt("total", int64(total))
-	w.Key("rows")
-	w.Open('[')
-	for i := (page - 1) * size; i < min(page*size, total); i++ {
-		d := end - synth.Day(i)
-		w.Open('{')
-		w.KStr("day", d.ISO())
-		w.KStr("v", simulator.FormatFixed(series.Value(d), 2))
-		w.Close('}')
-	}
-	w.Close(']')
-	w.Close('}')
-	w.Close('}')
-	return simulator.NewReply(http.StatusOK, "application/json", w.Bytes(), "ok")
+	return simulator.JSONReply(http.StatusOK, "application/json", "ok", func(w *simulator.JSON) {
+		w.KObject("data", func() {
+			w.KInt("total", int64(total))
+			w.Key("rows")
+			w.Open('[')
+			for i := (page - 1) * size; i < min(page*size, total); i++ {
+				d := end - synth.Day(i)
+				w.Open('{')
+				w.KStr("day", d.ISO())
+				w.KStr("v", simulator.FormatFixed(series.Value(d), 2))
+				w.Close('}')
+			}
+			w.Close(']')
+		})
+	})
 }
 
 func init() {
