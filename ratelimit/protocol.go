@@ -187,4 +187,7 @@ type State struct {
 	RecoveredFrom string    `json:"recovered_from,omitempty"`
 	Factor        float64   `json:"factor"`
 	Now           time.Time `json:"now"`
+	// Rules is the generation of ledger rules the run follows
+	// (RulesAnswer on; 0 in the answers of runs before it).
+	Rules int `json:"rules,omitempty"`
 }
