@@ -263,6 +263,13 @@ type Ask struct {
 	// grant later than now+Horizon. A caller whose answer arrived too late
 	// to use its grants then wastes at most a horizon's worth of slots.
 	Horizon time.Duration
+	// NotBefore and NotAfter (when not zero) bound the first grant to an
+	// instant of the ledger's clock: no grant before NotBefore, and none at
+	// all when the first slot lies after NotAfter — then the answer names
+	// that slot (Answer.Earliest) and the ledger is left as it was. A call
+	// that needs several scopes asks each with the window its permits of
+	// the scopes before it leave (Gate.hold).
+	NotBefore, NotAfter time.Time
 	// Delay holds every grant back until now+Delay (a caller aligning the
 	// permits of several scopes).
 	Delay time.Duration
@@ -303,6 +310,9 @@ type Answer struct {
 	RetryIn time.Duration
 	// Yielded says a backfill ask got nothing because daily callers wait.
 	Yielded bool
+	// Earliest is the first slot when it lies after Ask.NotAfter: nothing
+	// was granted.
+	Earliest time.Time
 	// Links (RulesChain, a chaining caller) are, per grant, the caller's
 	// own earlier grants it must keep its distance from.
 	Links [][]Link
@@ -408,6 +418,9 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	keep := lim.maxLog() + releaseSlack
 	maxWait := min(max(ask.MaxWait, 0), MaxAhead)
 	notBefore := now.Add(max(ask.Delay, 0))
+	if ask.NotBefore.After(notBefore) {
+		notBefore = ask.NotBefore
+	}
 	l.pruneDays(now, loc)
 	var chain uint32
 	lead, margin := time.Duration(chainLead), rules.ChainMargin
@@ -499,6 +512,12 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 					return ans
 				}
 			}
+		}
+		if len(ans.Grants) == 0 && !ask.NotAfter.IsZero() && g.After(ask.NotAfter) {
+			// Outside the asked window: nothing counted (the day counts
+			// are set only below).
+			ans.Earliest = g.UTC()
+			return ans
 		}
 		if g.After(now.Add(MaxAhead)) {
 			if len(ans.Grants) == 0 {

@@ -85,9 +85,9 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 			s.ledger.Release(req.Release, lim)
 			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
 				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
-				Chain: req.Chain && req.Caller != "", Lead: req.Lead})
+				Chain: req.Chain && req.Caller != "", Lead: req.Lead, NotBefore: req.NotBefore, NotAfter: req.NotAfter})
 			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
-				Rules: rules, Yielded: ans.Yielded, Links: ans.Links}
+				Rules: rules, Yielded: ans.Yielded, Links: ans.Links, Earliest: ans.Earliest}
 			for _, g := range ans.Grants {
 				resp.Waits = append(resp.Waits, g.At.Sub(now))
 			}
