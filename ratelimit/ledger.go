@@ -86,8 +86,11 @@ const (
 	// window, and a chained grant is placed the caller's lead (Ask.Lead,
 	// its usual round trip) after what its links allow.
 	RulesAnswer = 3
+	// RulesWindow: RulesAnswer, and an ask may bound its first grant to a
+	// window (Ask.NotBefore, Ask.NotAfter).
+	RulesWindow = 4
 	// RulesLatest is the generation a new limiter run follows.
-	RulesLatest = RulesAnswer
+	RulesLatest = RulesWindow
 )
 
 // RuleSet is what one generation of ledger rules does.
@@ -105,6 +108,9 @@ type RuleSet struct {
 	// KeepUntil: every chained-rules grant carries its Until; otherwise
 	// only one whose Until the running maximum (Late) hides.
 	KeepUntil bool
+	// Window: Ask.NotBefore and Ask.NotAfter bound the first grant;
+	// otherwise they are ignored.
+	Window bool
 }
 
 // ruleSets are the generations' rules, by generation. An entry never
@@ -117,6 +123,7 @@ var ruleSets = [...]RuleSet{
 	// margin, a fixed lead, Until on every grant.
 	RulesChain:  {Priority: true, Chain: true, ChainMargin: 10 * time.Millisecond, KeepUntil: true},
 	RulesAnswer: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true},
+	RulesWindow: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true},
 }
 
 // Rules returns the rules of generation gen (the latest for a generation
@@ -263,8 +270,8 @@ type Ask struct {
 	// grant later than now+Horizon. A caller whose answer arrived too late
 	// to use its grants then wastes at most a horizon's worth of slots.
 	Horizon time.Duration
-	// NotBefore and NotAfter (when not zero) bound the first grant to an
-	// instant of the ledger's clock: no grant before NotBefore, and none at
+	// NotBefore and NotAfter (RulesWindow; when not zero) bound the first
+	// grant to a window of the ledger's clock: no grant before NotBefore, and none at
 	// all when the first slot lies after NotAfter — then the answer names
 	// that slot (Answer.Earliest) and the ledger is left as it was. A call
 	// that needs several scopes asks each with the window its permits of
@@ -418,7 +425,10 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	keep := lim.maxLog() + releaseSlack
 	maxWait := min(max(ask.MaxWait, 0), MaxAhead)
 	notBefore := now.Add(max(ask.Delay, 0))
-	if ask.NotBefore.After(notBefore) {
+	notAfter := ask.NotAfter
+	if !rules.Window {
+		notAfter = time.Time{}
+	} else if ask.NotBefore.After(notBefore) {
 		notBefore = ask.NotBefore
 	}
 	l.pruneDays(now, loc)
@@ -513,7 +523,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				}
 			}
 		}
-		if len(ans.Grants) == 0 && !ask.NotAfter.IsZero() && g.After(ask.NotAfter) {
+		if len(ans.Grants) == 0 && !notAfter.IsZero() && g.After(notAfter) {
 			// Outside the asked window: nothing counted (the day counts
 			// are set only below).
 			ans.Earliest = g.UTC()

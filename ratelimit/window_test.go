@@ -14,10 +14,11 @@ import (
 // first slot is named (Answer.Earliest) and the ledger, its day counts and
 // its ids are left exactly as they were, so a miss costs the scope no slot.
 // The old ledger had no window: it granted the slot after it, which the
-// caller then had to give back.
+// caller then had to give back — as the generations before RulesWindow
+// still do, so that their runs replay as recorded.
 func TestReserveWithinWindow(t *testing.T) {
 	lim := Limits{MinInterval: 150 * time.Millisecond, DailyQuota: 100, Tolerance: 50 * time.Millisecond}
-	for _, rules := range []int{RulesPriority, RulesLatest} {
+	for _, rules := range []int{RulesWindow, RulesLatest} {
 		var l Ledger
 		first := l.Reserve(t0, lim, Ask{N: 1, Rules: rules, Caller: "a"})
 		if len(first.Grants) != 1 {
@@ -35,6 +36,10 @@ func TestReserveWithinWindow(t *testing.T) {
 			if !reflect.DeepEqual(l, before) {
 				t.Fatalf("rules %d: a miss changed the ledger:\n%+v\nwas\n%+v", rules, l, before)
 			}
+		}
+		o := clone(l)
+		if old := o.Reserve(t0, lim, Ask{N: 1, Rules: RulesAnswer, Caller: "b", NotAfter: next.Add(-time.Millisecond)}); len(old.Grants) != 1 || !old.Earliest.IsZero() {
+			t.Fatalf("RulesAnswer: a windowed ask got %+v, want the window ignored", old)
 		}
 		hit := l.Reserve(t0, lim, Ask{N: 1, Rules: rules, Caller: "b", NotBefore: next.Add(5 * time.Millisecond), NotAfter: next.Add(5 * time.Millisecond)})
 		if len(hit.Grants) != 1 || !hit.Grants[0].At.Equal(next.Add(5*time.Millisecond)) || !hit.Earliest.IsZero() {

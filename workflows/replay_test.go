@@ -52,8 +52,14 @@ func TestReplay(t *testing.T) {
 		// A limiter recorded with the first chained arithmetic
 		// (RulesChain: a 10 ms margin, a fixed lead), before "limiter-rules".
 		ratelimit.WorkflowName + "4": "scope-limiter-v4.json",
-		events.WorkflowName + "1":    "ops-events-v1.json",
-		workflows.RefetchName:        "refetch.json",
+		// A limiter recorded with the answer-anchored chain (RulesAnswer,
+		// "limiter-rules" 1), before windowed asks.
+		ratelimit.WorkflowName + "5": "scope-limiter-v5.json",
+		// A limiter driven to give chained grants and answer windowed
+		// asks, whatever the batch's timing (RulesWindow).
+		ratelimit.WorkflowName + "/window": "scope-limiter-window.json",
+		events.WorkflowName + "1":          "ops-events-v1.json",
+		workflows.RefetchName:              "refetch.json",
 		// A daily run that compared revisions (the histories above were
 		// recorded before it did, and replay without them:
 		// workflow.GetVersion "revisions"), and a watch.
