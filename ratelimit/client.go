@@ -490,8 +490,15 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	if chain {
 		lead = b.roundTrips.median() + time.Millisecond
 	}
+	delay := batch[0].opts.Delay
+	if nb := batch[0].opts.NotBefore; !nb.IsZero() && !Rules(b.rules).Window {
+		// A limiter before RulesWindow (or one not heard from yet) ignores
+		// the window: the start is asked for as a delay on this clock too
+		// (and a grant after the window is given back: outside).
+		delay = max(delay, time.Until(nb))
+	}
 	c.mu.Unlock()
-	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
+	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: delay,
 		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain, Lead: lead,
 		NotBefore: batch[0].opts.NotBefore, NotAfter: batch[0].opts.NotAfter}, configured
 }
