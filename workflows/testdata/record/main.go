@@ -4,7 +4,9 @@
 // and OpsEvents workflows it produced to workflows/testdata, for the
 // replay tests; and a token keeper's, its payloads sealed with the test key
 // in workflows/testdata/token-keeper.key. Run it from the module root
-// after changing workflow code on purpose:
+// after changing workflow code on purpose — first keeping the limiter's
+// history as the next scope-limiter-vN.json for the replay test (see
+// docs/ratelimit.md, "Changing the arithmetic"):
 //
 //	go run ./workflows/testdata/record
 package main
