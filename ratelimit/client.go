@@ -412,7 +412,7 @@ const (
 // widened to slow round trips (lateAnswer) — for good with a legacy
 // limiter, until they recover otherwise (narrow).
 func (b *batcher) tolerance(configured time.Duration) time.Duration {
-	if !b.fit || b.rules < RulesPriority || len(b.rtts) < rttMinSamples {
+	if !b.fit || !Rules(b.rules).Priority || len(b.rtts) < rttMinSamples {
 		return max(configured, b.tol)
 	}
 	sorted := slices.Sorted(slices.Values(b.rtts))
@@ -660,7 +660,7 @@ func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp A
 			permits[i].Links = resp.Links[i]
 		}
 	}
-	if tracked && resp.Rules >= RulesChain {
+	if tracked && Rules(resp.Rules).Chain {
 		c.recordSends(b, permits, req.Chain, received)
 	}
 	var again []*waiter
