@@ -92,8 +92,8 @@ type AcquireRequest struct {
 	// NotBefore and NotAfter bound the first grant to a window of the
 	// limiter's clock (Ask.NotBefore, Ask.NotAfter): a call holding
 	// several scopes asks each for a grant its other permits cover. A
-	// limiter before them ignores them; the client then checks the grant
-	// itself.
+	// limiter run before RulesWindow ignores them; the client then asks
+	// the start as a Delay and checks the grant itself.
 	NotBefore time.Time `json:"not_before,omitzero"`
 	NotAfter  time.Time `json:"not_after,omitzero"`
 }
