@@ -170,7 +170,7 @@ func (s *scopeSim) commit(at time.Time) {
 // its grant's time, which keeps every link).
 func reserve(l *ratelimit.Ledger, lim ratelimit.Limits, now time.Time) time.Time {
 	for {
-		ans := l.Reserve(now, lim, ratelimit.Ask{N: 1, Rules: ratelimit.RulesChain, Caller: "plan", Chain: true})
+		ans := l.Reserve(now, lim, ratelimit.Ask{N: 1, Rules: ratelimit.RulesLatest, Caller: "plan", Chain: true})
 		switch {
 		case len(ans.Grants) > 0:
 			return ans.Grants[0].At

@@ -18,7 +18,7 @@ import (
 // chain.
 func TestReserveChainsOwnWindows(t *testing.T) {
 	lim := Limits{Windows: []Window{{Length: time.Second, Count: 5}}, Tolerance: 50 * time.Millisecond}
-	ask := Ask{N: 5, Rules: RulesChain, Caller: "a", Chain: true}
+	ask := Ask{N: 5, Rules: RulesLatest, Caller: "a", Chain: true}
 	var l Ledger
 	first := l.Reserve(t0, lim, ask)
 	second := l.Reserve(t0.Add(900*time.Millisecond), lim, ask)
@@ -44,9 +44,9 @@ func TestReserveChainsOwnWindows(t *testing.T) {
 	// Another caller, unchained, takes a slot: the chaining caller's next
 	// grant keeps a window after that grant's latest send moment.
 	var m Ledger
-	m.Reserve(t0, lim, Ask{N: 4, Rules: RulesChain, Caller: "a", Chain: true})
-	m.Reserve(t0.Add(20*time.Millisecond), lim, Ask{N: 1, Rules: RulesChain, Caller: "u"})
-	own := m.Reserve(t0.Add(900*time.Millisecond), lim, Ask{N: 5, Rules: RulesChain, Caller: "a", Chain: true})
+	m.Reserve(t0, lim, Ask{N: 4, Rules: RulesLatest, Caller: "a", Chain: true})
+	m.Reserve(t0.Add(20*time.Millisecond), lim, Ask{N: 1, Rules: RulesLatest, Caller: "u"})
+	own := m.Reserve(t0.Add(900*time.Millisecond), lim, Ask{N: 5, Rules: RulesLatest, Caller: "a", Chain: true})
 	if want := t0.Add(20*time.Millisecond + lim.Tolerance + time.Second + slack); len(own.Grants) < 5 || own.Grants[4].At.Before(want) {
 		t.Errorf("the grant a window after the unchained caller's came at %v, want ≥ %s", at(own.Grants), want.Sub(t0))
 	}
@@ -59,8 +59,8 @@ func TestReserveChainsOwnWindows(t *testing.T) {
 	narrow := lim
 	narrow.Tolerance = 4 * time.Millisecond
 	var w Ledger
-	w.Reserve(t0, narrow, Ask{N: 5, Rules: RulesChain, Caller: "a", Chain: true})
-	wide := w.Reserve(t0.Add(900*time.Millisecond), narrow, Ask{N: 1, Rules: RulesChain, Caller: "a", Chain: true})
+	w.Reserve(t0, narrow, Ask{N: 5, Rules: RulesLatest, Caller: "a", Chain: true})
+	wide := w.Reserve(t0.Add(900*time.Millisecond), narrow, Ask{N: 1, Rules: RulesLatest, Caller: "a", Chain: true})
 	if want := t0.Add(narrow.Tolerance + time.Second + slack); len(wide.Grants) != 1 || !wide.Grants[0].At.Equal(want) || len(wide.Links[0]) != 0 {
 		t.Errorf("a 4 ms tolerance: %+v, links %+v; want an unlinked grant at %s", wide.Grants, wide.Links, want.Sub(t0))
 	}
@@ -113,7 +113,7 @@ func TestChainProperty(t *testing.T) {
 				continue
 			}
 			tol := time.Duration(1+rng.IntN(int(lim.Tolerance/time.Millisecond))) * time.Millisecond
-			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesChain, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol})
+			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesLatest, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol})
 			for i, g := range ans.Grants {
 				// The client's clock maps the grant up to a round trip late.
 				send := g.At.Add(time.Duration(rng.Int64N(int64(tol)/2 + 1)))

@@ -55,6 +55,19 @@ func (e *WaitError) Error() string {
 	return fmt.Sprintf("scope %s: no slot for %s (held back after the provider's wait, or a long backlog)", e.Scope, e.Wait.Round(time.Second))
 }
 
+// NotWithinError says a scope has no slot within the window an acquire
+// asked for (AcquireOptions.NotAfter): nothing was granted; its first
+// slot is Earliest (the limiter's clock).
+type NotWithinError struct {
+	Scope    string
+	Earliest time.Time
+}
+
+// Error says which scope has no slot in the window, and its first one.
+func (e *NotWithinError) Error() string {
+	return fmt.Sprintf("scope %s: no slot within the window asked for (first at %s)", e.Scope, e.Earliest.Format(time.RFC3339Nano))
+}
+
 // Permit allows one call to a scope instance. The call must be sent at or
 // after SendAt and no later than Deadline; Wait sleeps until then. A permit
 // not used is given back with Client.Release.
@@ -63,6 +76,9 @@ type Permit struct {
 	GrantID  uint64
 	SendAt   time.Time // local clock
 	Deadline time.Time // local clock
+	// At and Until are the grant's send window on the limiter's clock:
+	// its time, and its time plus the tolerance it was asked with.
+	At, Until time.Time
 	// Links are the process's own earlier grants of the scope this call
 	// keeps its distance from (a limiter of RulesChain): Wait and
 	// Client.Ready hold it back until each allows it.
@@ -212,6 +228,11 @@ type AcquireOptions struct {
 	// Delay asks for a permit no earlier than Delay from now (aligning
 	// the permits of several scopes).
 	Delay time.Duration
+	// NotBefore and NotAfter, when not zero, bound the permit's grant to
+	// a window of the limiter's clock (Ask.NotBefore, Ask.NotAfter); when
+	// its first slot lies after NotAfter, Acquire returns a
+	// *NotWithinError and nothing is held.
+	NotBefore, NotAfter time.Time
 	// Priority is the call's class: daily callers (the zero value) are
 	// served before backfill callers, in this process and at the limiter.
 	Priority connector.Priority
@@ -342,7 +363,9 @@ func (c *Client) take(b *batcher) []*waiter {
 			// Gone: its caller already returned (this ends the goroutine
 			// that waits to give back a late permit).
 			w.res <- result{err: w.ctx.Err()}
-		case len(batch) < MaxBatch && w.opts.Delay == lead.opts.Delay && w.opts.Priority == lead.opts.Priority && w.opts.Chain == lead.opts.Chain:
+		case w == lead || len(batch) < MaxBatch && w.opts.Delay == lead.opts.Delay && w.opts.Priority == lead.opts.Priority && w.opts.Chain == lead.opts.Chain &&
+			// A windowed ask goes alone: the window bounds its one grant.
+			lead.opts.NotAfter.IsZero() && w.opts.NotAfter.IsZero() && w.opts.NotBefore.Equal(lead.opts.NotBefore):
 			batch = append(batch, w)
 		default:
 			rest = append(rest, w)
@@ -386,9 +409,10 @@ const (
 // shrinks with it, so every call is still sent within [grant, grant + τ].
 //
 // Otherwise (and with a legacy limiter) it is the configured tolerance,
-// widened for good to slow round trips (lateAnswer).
+// widened to slow round trips (lateAnswer) — for good with a legacy
+// limiter, until they recover otherwise (narrow).
 func (b *batcher) tolerance(configured time.Duration) time.Duration {
-	if !b.fit || b.rules < RulesPriority || len(b.rtts) < rttMinSamples {
+	if !b.fit || !Rules(b.rules).Priority || len(b.rtts) < rttMinSamples {
 		return max(configured, b.tol)
 	}
 	sorted := slices.Sorted(slices.Values(b.rtts))
@@ -466,9 +490,17 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	if chain {
 		lead = b.roundTrips.median() + time.Millisecond
 	}
+	delay := batch[0].opts.Delay
+	if nb := batch[0].opts.NotBefore; !nb.IsZero() && !Rules(b.rules).Window {
+		// A limiter before RulesWindow (or one not heard from yet) ignores
+		// the window: the start is asked for as a delay on this clock too
+		// (and a grant after the window is given back: outside).
+		delay = max(delay, time.Until(nb))
+	}
 	c.mu.Unlock()
-	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: batch[0].opts.Delay,
-		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain, Lead: lead}, configured
+	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: delay,
+		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain, Lead: lead,
+		NotBefore: batch[0].opts.NotBefore, NotAfter: batch[0].opts.NotAfter}, configured
 }
 
 // retry puts a batch back after a failed update, or one the limiter
@@ -507,6 +539,20 @@ func (c *Client) answer(b *batcher, batch []*waiter, req AcquireRequest, configu
 	}
 	if rtt <= tol {
 		b.late = 0
+		c.narrow(b, configured)
+	}
+	if earliest, ok := outside(req, resp); ok {
+		// No slot within the window asked for. A limiter that ignores
+		// the window granted one after it: that grant goes back.
+		var ids []uint64
+		for _, g := range resp.Grants {
+			ids = append(ids, g.ID)
+		}
+		c.unrelease(b, ids)
+		for _, w := range batch {
+			w.res <- result{err: &NotWithinError{Scope: b.scope, Earliest: earliest}}
+		}
+		return
 	}
 	if len(resp.Grants) == 0 && resp.Quota == nil && resp.RetryIn > longWait {
 		for _, w := range batch {
@@ -522,11 +568,58 @@ func (c *Client) answer(b *batcher, batch []*waiter, req AcquireRequest, configu
 	}
 }
 
+// outside reports whether an answer to a windowed request has no grant
+// within the window, and the first slot then.
+func outside(req AcquireRequest, resp AcquireResponse) (time.Time, bool) {
+	if req.NotAfter.IsZero() {
+		return time.Time{}, false
+	}
+	if !resp.Earliest.IsZero() {
+		return resp.Earliest, true
+	}
+	if len(resp.Grants) > 0 && resp.Grants[0].At.After(req.NotAfter) {
+		return resp.Grants[0].At, true
+	}
+	return time.Time{}, false
+}
+
+// narrowSamples is how many timely round trips in a row narrow a widened
+// tolerance again.
+const narrowSamples = 8
+
+// narrow undoes a widening (lateAnswer) once the round trips have
+// recovered: twice the slowest of the last narrowSamples, or the
+// configured tolerance when that covers it. Only under RulesPriority and
+// later, whose grants each keep their own caller's tolerance: a legacy
+// limiter spaces every grant by the widest tolerance any caller asked
+// with, which must then never shrink.
+func (c *Client) narrow(b *batcher, configured time.Duration) {
+	c.mu.Lock()
+	if b.tol <= configured || !Rules(b.rules).Priority || len(b.rtts) < narrowSamples {
+		c.mu.Unlock()
+		return
+	}
+	slowest := slices.Max(b.rtts[len(b.rtts)-narrowSamples:])
+	was := b.tol
+	switch want := 2 * slowest; {
+	case want <= configured:
+		b.tol = 0
+	case want < b.tol:
+		b.tol = want
+	}
+	now := max(b.tol, configured)
+	c.mu.Unlock()
+	if now < was {
+		c.log.Info("limiter round trips recovered; narrowing the tolerance", "scope", b.scope,
+			"slowest_recent_rtt", slowest, "tolerance", configured, "widened_to", was, "narrowed_to", now)
+	}
+}
+
 // lateAnswer handles an answer that took longer than the tolerance: its
 // grants could be used late, so they are given back and asked for again.
 // Round trips this slow, again and again, would never yield a usable
 // grant: after three, the process widens its tolerance to twice the round
-// trip (grants are spaced further apart, never closer).
+// trip (grants are spaced further apart), until they recover (narrow).
 // A round trip slower than a fitted tolerance only raises the fit (it is
 // among the recent round trips); widening is for the configured one.
 func (c *Client) lateAnswer(b *batcher, rtt, tol, configured time.Duration, resp AcquireResponse) {
@@ -561,12 +654,13 @@ func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp A
 	permits := make([]Permit, n)
 	for i := range permits {
 		at := received.Add(resp.Waits[i])
-		permits[i] = Permit{Scope: b.scope, GrantID: resp.Grants[i].ID, SendAt: at, Deadline: at.Add(slack), client: c}
+		permits[i] = Permit{Scope: b.scope, GrantID: resp.Grants[i].ID, SendAt: at, Deadline: at.Add(slack), client: c,
+			At: resp.Grants[i].At, Until: resp.Grants[i].At.Add(req.Limits.Tolerance)}
 		if i < len(resp.Links) {
 			permits[i].Links = resp.Links[i]
 		}
 	}
-	if tracked && resp.Rules >= RulesChain {
+	if tracked && Rules(resp.Rules).Chain {
 		c.recordSends(b, permits, req.Chain, received)
 	}
 	var again []*waiter

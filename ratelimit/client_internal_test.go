@@ -67,3 +67,48 @@ func TestFittedTolerance(t *testing.T) {
 		t.Errorf("round trips recovered: %s, want 18ms again", got)
 	}
 }
+
+// TestWidenedToleranceNarrows: three answers slower than the configured
+// tolerance widen it to twice their round trip; once round trips recover,
+// the next narrowSamples timely answers narrow it again — to twice the
+// slowest of them, or back to the configured one when that covers them.
+// A legacy limiter's widening stays (it spaces every grant by the widest
+// tolerance asked). The old client kept a widened tolerance for the
+// worker's life.
+func TestWidenedToleranceNarrows(t *testing.T) {
+	ms := time.Millisecond
+	const configured = 50 * time.Millisecond
+	for _, tc := range []struct {
+		rules     int
+		recovered time.Duration // the round trips after the slow ones
+		want      time.Duration
+	}{
+		{RulesLatest, 10 * ms, configured},
+		{RulesPriority, 40 * ms, 80 * ms},
+		{RulesLegacy, 10 * ms, 200 * ms},
+	} {
+		c := NewClient(nil, ClientOptions{})
+		c.mu.Lock()
+		b := c.batcher("x")
+		c.mu.Unlock()
+		ask := func(rtt time.Duration, grants []Grant) {
+			tol := b.tolerance(configured)
+			batch := []*waiter{{ctx: context.Background(), res: make(chan result, 1)}}
+			req := AcquireRequest{N: 1, Limits: Limits{MinInterval: 150 * ms, Tolerance: tol}}
+			c.answer(b, batch, req, configured, AcquireResponse{Grants: grants, Rules: tc.rules}, time.Now(), rtt)
+			b.pending = nil
+		}
+		for i := range 3 {
+			ask(100*ms, []Grant{{ID: uint64(i + 1)}})
+		}
+		if got := b.tolerance(configured); got != 200*ms {
+			t.Fatalf("rules %d: after three answers of 100ms, tolerance %v, want widened to 200ms", tc.rules, got)
+		}
+		for range narrowSamples {
+			ask(tc.recovered, nil)
+		}
+		if got := b.tolerance(configured); got != tc.want {
+			t.Errorf("rules %d: after %d answers of %v, tolerance %v, want %v", tc.rules, narrowSamples, tc.recovered, got, tc.want)
+		}
+	}
+}

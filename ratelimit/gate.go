@@ -1,11 +1,13 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,11 +31,11 @@ const (
 	CodeHeldBack = "sluice-held-back"
 )
 
-// maxAlign bounds the rounds a call with several scopes takes to hold a
-// permit of each at once. Each round is one round trip to the limiters;
-// a dozen callers contending for the same two scopes on a loaded machine
-// took more than 20 (TestGateHoldsEveryScopeAtOnce, under make test).
-const maxAlign = 64
+// maxLate bounds how many times in a row a call's permits may expire
+// before it uses them (the process stalled past their deadlines) before
+// the call fails as transient. Contention never counts here: holding the
+// scopes of a call does not take rounds (Gate.hold).
+const maxLate = 16
 
 // GateOptions configure a Gate.
 type GateOptions struct {
@@ -243,100 +245,111 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 }
 
 // hold acquires a permit of every scope and returns once all of them allow
-// the call at one moment. The limiters are separate workflows, so one
-// decision for all is not possible; instead each round asks the scopes
-// whose permits do not cover the latest send time for a permit no earlier
-// than it, and gives back the ones replaced (by grant id: the slots go to
-// other callers). A permit that expired while waiting is given back and
-// asked for again. With one scope this is acquire, wait, send.
+// the call at one moment.
+//
+// The limiters are separate workflows, so no one decision covers all the
+// scopes; instead they are held in one canonical order (by scope id), each
+// asked for a grant within the window its permits before it leave — no
+// earlier than the latest of their grants, no later than the earliest of
+// their ends (on the limiters' clock, less the round trips that turn it
+// into this process's) — or for nothing (AcquireOptions.NotAfter). So a
+// set, once held, overlaps by construction. A scope with no slot in the
+// window hands nothing out and names its first slot; the permits held are
+// given back (released by id: the slots go to other callers) and the
+// order starts again from that slot. Such a miss means another call took
+// the slot — the last scope's grants only go to calls that then hold
+// their whole set — so callers contending for the same scopes never hold
+// one another back for good, and no bound on rounds is needed. With one
+// scope this is acquire, wait, send.
+//
+// A set held but missed by this process — it stalled past a deadline
+// (ErrLate) — is given back and held again, up to maxLate times in a row.
 func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio connector.Priority, chain bool) ([]Permit, error) {
+	order := make([]int, len(scopes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(g.limits[scopes[b].ID].spacing(), g.limits[scopes[a].ID].spacing()); c != 0 {
+			return c
+		}
+		return strings.Compare(scopes[a].ID, scopes[b].ID)
+	})
 	held := make([]Permit, len(scopes))
-	have := make([]bool, len(scopes))
-	var delay time.Duration
-	for round := 0; round < maxAlign; round++ {
-		if err := g.acquireMissing(ctx, scopes, held, have, delay, prio, chain); err != nil {
-			g.client.Release(heldOnly(held, have)...)
+	var from time.Time // the limiters' clock: no grant before it
+	for late := 0; ; {
+		n, err := g.holdFrom(ctx, scopes, order, held, from, prio, chain)
+		if err != nil {
+			g.client.Release(heldOnly(held, order[:n])...)
+			var nw *NotWithinError
+			if errors.As(err, &nw) {
+				from = nw.Earliest
+				continue
+			}
 			return nil, err
 		}
-		at, end := held[0].SendAt, held[0].Deadline
-		for _, p := range held[1:] {
-			if p.SendAt.After(at) {
-				at = p.SendAt
-			}
-			if p.Deadline.Before(end) {
-				end = p.Deadline
-			}
+		err = g.client.Ready(ctx, held)
+		if err == nil {
+			return held, nil
 		}
-		if !at.After(end) {
-			err := g.client.Ready(ctx, held)
-			if err == nil {
-				return held, nil
-			}
-			if !errors.Is(err, ErrLate) {
-				g.client.Release(held...)
-				return nil, err
-			}
-			// Late (the process stalled): give all back, start over.
-			g.client.Release(held...)
-			clear(have)
-			delay = 0
-			continue
+		g.client.Release(held...)
+		if !errors.Is(err, ErrLate) {
+			return nil, err
 		}
-		// Not together: keep the permits that cover at, replace the others
-		// with permits no earlier than at.
-		for i, p := range held {
-			if p.Deadline.Before(at) {
-				g.client.Release(p)
-				have[i] = false
-			}
+		// Late (the process stalled): give all back, start over.
+		if late++; late >= maxLate {
+			return nil, &connector.Error{Class: connector.Transient, Message: fmt.Sprintf("the permits of its %d scopes expired before use %d times in a row", len(scopes), maxLate)}
 		}
-		delay = max(time.Until(at), 0)
+		from = time.Time{}
 	}
-	g.client.Release(heldOnly(held, have)...)
-	return nil, &connector.Error{Class: connector.Transient, Message: fmt.Sprintf("could not hold permits of all its %d scopes at once in %d rounds", len(scopes), maxAlign)}
 }
 
-// acquireMissing asks every scope without a held permit for one, at once.
-func (g *Gate) acquireMissing(ctx context.Context, scopes []*registry.ScopeInstance, held []Permit, have []bool, delay time.Duration, prio connector.Priority, chain bool) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(scopes))
-	for i, s := range scopes {
-		if have[i] {
-			continue
-		}
-		// A permit asked for with a delay arrives a round trip after it
-		// was asked for, and starts delay after that: ask for the delay
-		// less the scope's usual round trip, so that it starts at the
-		// moment the other permits cover rather than a round trip later
-		// (past their deadlines, when round trips are slow).
-		d := delay
-		if d > 0 {
-			d = max(d-g.client.RoundTrip(s.ID), 0)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], AcquireOptions{MaxWait: g.maxQuotaWait, Delay: d, Priority: prio, Chain: chain})
-			if err != nil {
-				var q *QuotaError
-				var w *WaitError
-				if !errors.As(err, &q) && !errors.As(err, &w) {
-					err = fmt.Errorf("waiting for a permit of %s: %w", s.ID, err)
-				}
-				errs[i] = err
-				return
+// holdFrom asks the scopes in order for one grant each, every one within
+// the window the grants before it leave, the first no earlier than from.
+// It returns how many of order it holds (in held) and a *NotWithinError
+// when a scope has no slot in its window.
+func (g *Gate) holdFrom(ctx context.Context, scopes []*registry.ScopeInstance, order []int, held []Permit, from time.Time, prio connector.Priority, chain bool) (int, error) {
+	notBefore, notAfter := from, time.Time{}
+	for n, i := range order {
+		s := scopes[i]
+		opts := AcquireOptions{MaxWait: g.maxQuotaWait, Priority: prio, Chain: chain, NotBefore: notBefore}
+		if n > 0 {
+			// The permit's round trip turns the limiter's instant into this
+			// process's clock at most that much later.
+			opts.NotAfter = notAfter.Add(-g.client.RoundTrip(s.ID))
+			if opts.NotAfter.Before(notBefore) {
+				opts.NotAfter = notBefore
 			}
-			held[i], have[i] = p, true
-		}()
+		}
+		p, err := g.client.Acquire(ctx, s.ID, g.limits[s.ID], opts)
+		if err != nil {
+			var q *QuotaError
+			var w *WaitError
+			var nw *NotWithinError
+			if !errors.As(err, &q) && !errors.As(err, &w) && !errors.As(err, &nw) {
+				err = fmt.Errorf("waiting for a permit of %s: %w", s.ID, err)
+			}
+			return n, err
+		}
+		held[i] = p
+		if p.At.After(notBefore) {
+			notBefore = p.At
+		}
+		// The end of the permit's window on the limiters' clock, less what
+		// its own round trip took off its deadline.
+		end := p.At.Add(p.Deadline.Sub(p.SendAt))
+		if notAfter.IsZero() || end.Before(notAfter) {
+			notAfter = end
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return len(order), nil
 }
 
-func heldOnly(held []Permit, have []bool) []Permit {
+// heldOnly returns the permits of held at the indexes idx.
+func heldOnly(held []Permit, idx []int) []Permit {
 	var out []Permit
-	for i, p := range held {
-		if have[i] {
+	for _, i := range idx {
+		if p := held[i]; p.GrantID != 0 {
 			out = append(out, p)
 		}
 	}

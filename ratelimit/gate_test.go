@@ -51,7 +51,11 @@ func twinRegistry(t *testing.T, tz string) *registry.Registry {
 // could not use together go back to their ledgers, so the daily quota
 // counts exactly the calls sent. (The old gate acquired scope after scope
 // and left the permits that expired meanwhile counted: 221 of the quota for
-// these 12 calls.)
+// these 12 calls.) Twenty-four callers in two processes (two clients,
+// two gates) contend for the two scopes, and every one of them gets its
+// call out: holding a set takes no bounded number of rounds that
+// contention could exhaust (Gate.hold; the gate before gave up after 64
+// rounds, raised from 20 after flakes).
 //
 // It runs twice: with calls that report their sends (Call.Tracks, as a
 // connector's are: chained grants) and with calls that do not.
@@ -64,18 +68,24 @@ func TestGateHoldsEveryScopeAtOnce(t *testing.T) {
 func testGateHoldsEveryScopeAtOnce(t *testing.T, tracks bool) {
 	tc := startTemporal(t)
 	reg := twinRegistry(t, middayZone(time.Now()))
-	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
-	g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: lc})
-	if err != nil {
-		t.Fatal(err)
+	var gates []*ratelimit.Gate
+	var lc *ratelimit.Client
+	for range 2 {
+		lc = ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
+		g, err := ratelimit.NewGate(ratelimit.GateOptions{Registry: reg, Client: lc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const calls = 12
+	const calls = 24
 	var mu sync.Mutex
 	var sent []time.Time
 	var wg sync.WaitGroup
-	for range calls {
+	for i := range calls {
+		g := gates[i%len(gates)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -58,9 +58,13 @@ const (
 	maxChains = 32
 )
 
-// Ledger rules. A limiter run records the rules it follows
-// (workflow.GetVersion), so that a run started before a rule changed keeps
-// answering as it did when its history is replayed.
+// Ledger rules. A limiter run records the generation of rules it follows
+// (workflow.GetVersion, limiterState.rules, State.Rules), so that a run
+// started before a rule changed keeps answering as it did when its
+// history is replayed. What each generation does is data (RuleSet,
+// ruleSets), not inferred from which fields of a grant are zero: a change
+// to the arithmetic is a new generation behind a new version, and
+// TestLimiterAnswersReplay fails on one that is not.
 const (
 	// RulesLegacy: one tolerance for all (the effective one), no
 	// priorities, no backfill share.
@@ -75,9 +79,58 @@ const (
 	// their latest send moments, each with Links it keeps: it sends no
 	// earlier than each link's Gap after its own earlier send. A window's
 	// tolerance is then spent once per run of a caller's calls, not per
-	// window.
+	// window. Links keep 10 ms beyond the window, the lead is fixed.
 	RulesChain = 2
+	// RulesAnswer: RulesChain with links anchored at the answer to the
+	// caller's earlier request: a link keeps ChainMargin (2 ms) beyond the
+	// window, and a chained grant is placed the caller's lead (Ask.Lead,
+	// its usual round trip) after what its links allow.
+	RulesAnswer = 3
+	// RulesWindow: RulesAnswer, and an ask may bound its first grant to a
+	// window (Ask.NotBefore, Ask.NotAfter).
+	RulesWindow = 4
+	// RulesLatest is the generation a new limiter run follows.
+	RulesLatest = RulesWindow
 )
+
+// RuleSet is what one generation of ledger rules does.
+type RuleSet struct {
+	// Priority: per-grant tolerance (Grant.Late), daily before backfill,
+	// the backfill share (RulesPriority).
+	Priority bool
+	// Chain: chained grants for callers that ask (RulesChain).
+	Chain bool
+	// ChainMargin is what a link keeps beyond the window and slack.
+	ChainMargin time.Duration
+	// CallerLead: a chained grant is placed Ask.Lead (at least chainLead)
+	// after its links; otherwise chainLead.
+	CallerLead bool
+	// KeepUntil: every chained-rules grant carries its Until; otherwise
+	// only one whose Until the running maximum (Late) hides.
+	KeepUntil bool
+	// Window: Ask.NotBefore and Ask.NotAfter bound the first grant;
+	// otherwise they are ignored.
+	Window bool
+}
+
+// ruleSets are the generations' rules, by generation. An entry never
+// changes once a limiter has run with it: a change is a new entry behind a
+// new version of rulesChange.
+var ruleSets = [...]RuleSet{
+	RulesLegacy:   {},
+	RulesPriority: {Priority: true},
+	// As recorded in workflows/testdata/scope-limiter-v4.json: a 10 ms
+	// margin, a fixed lead, Until on every grant.
+	RulesChain:  {Priority: true, Chain: true, ChainMargin: 10 * time.Millisecond, KeepUntil: true},
+	RulesAnswer: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true},
+	RulesWindow: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true},
+}
+
+// Rules returns the rules of generation gen (the latest for a generation
+// beyond it, RulesLegacy's below zero).
+func Rules(gen int) RuleSet {
+	return ruleSets[min(max(gen, 0), len(ruleSets)-1)]
+}
 
 // Grant is one call the ledger allowed: its id (unique within the scope's
 // ledger, across continue-as-new and recovered runs) and the time it may be
@@ -217,11 +270,19 @@ type Ask struct {
 	// grant later than now+Horizon. A caller whose answer arrived too late
 	// to use its grants then wastes at most a horizon's worth of slots.
 	Horizon time.Duration
+	// NotBefore and NotAfter (RulesWindow; when not zero) bound the first
+	// grant to a window of the ledger's clock: no grant before NotBefore, and none at
+	// all when the first slot lies after NotAfter — then the answer names
+	// that slot (Answer.Earliest) and the ledger is left as it was. A call
+	// that needs several scopes asks each with the window its permits of
+	// the scopes before it leave (Gate.hold).
+	NotBefore, NotAfter time.Time
 	// Delay holds every grant back until now+Delay (a caller aligning the
 	// permits of several scopes).
 	Delay time.Duration
-	// Rules are the ledger rules to follow (RulesLegacy, RulesPriority).
-	// Under RulesLegacy, Priority, Caller and Tolerance are ignored.
+	// Rules is the generation of ledger rules to follow (RulesLegacy to
+	// RulesLatest; Rules). Under RulesLegacy, Priority, Caller and
+	// Tolerance are ignored.
 	Rules int
 	// Priority is the class of the calls asked for: a backfill ask gets
 	// nothing while a daily caller waits, and only the day's backfill
@@ -256,6 +317,9 @@ type Answer struct {
 	RetryIn time.Duration
 	// Yielded says a backfill ask got nothing because daily callers wait.
 	Yielded bool
+	// Earliest is the first slot when it lies after Ask.NotAfter: nothing
+	// was granted.
+	Earliest time.Time
 	// Links (RulesChain, a chaining caller) are, per grant, the caller's
 	// own earlier grants it must keep its distance from.
 	Links [][]Link
@@ -271,7 +335,7 @@ type Answer struct {
 // midnight instead. A daily ask that leaves callers waiting records its
 // caller as waiting; one that leaves none clears it.
 func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
-	if ask.Rules < RulesPriority {
+	if !Rules(ask.Rules).Priority {
 		return l.reserve(now, lim, ask)
 	}
 	l.Waiting = slices.DeleteFunc(l.Waiting, func(w Waiting) bool { return !w.Until.After(now) })
@@ -341,7 +405,8 @@ func late(g Grant, lim Limits) time.Time {
 
 func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	loc := lim.location()
-	priority := ask.Rules >= RulesPriority
+	rules := Rules(ask.Rules)
+	priority := rules.Priority
 	backfill := priority && ask.Priority == connector.PriorityBackfill
 	tol := lim.Tolerance
 	if priority && ask.Tolerance > 0 {
@@ -360,10 +425,19 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	keep := lim.maxLog() + releaseSlack
 	maxWait := min(max(ask.MaxWait, 0), MaxAhead)
 	notBefore := now.Add(max(ask.Delay, 0))
+	notAfter := ask.NotAfter
+	if !rules.Window {
+		notAfter = time.Time{}
+	} else if ask.NotBefore.After(notBefore) {
+		notBefore = ask.NotBefore
+	}
 	l.pruneDays(now, loc)
 	var chain uint32
-	lead := max(ask.Lead, chainLead)
-	if ask.Rules >= RulesChain && ask.Chain && ask.Caller != "" {
+	lead, margin := time.Duration(chainLead), rules.ChainMargin
+	if rules.CallerLead {
+		lead = max(ask.Lead, chainLead)
+	}
+	if rules.Chain && ask.Chain && ask.Caller != "" {
 		chain = l.chainOf(ask.Caller)
 	}
 	var ans Answer
@@ -396,11 +470,11 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				if chain == 0 || length > chainMaxWindow {
 					return lateOf(i).Add(gap)
 				}
-				other, ownID, ownAt := l.chainFrom(i, chain, lead, lim)
+				other, ownID, ownAt := l.chainFrom(i, chain, margin+lead, lim)
 				t := other.Add(gap)
 				if ownID != 0 {
-					links = append(links, Link{ID: ownID, Gap: gap + ChainMargin})
-					if o := ownAt.Add(gap + ChainMargin + lead); o.After(t) {
+					links = append(links, Link{ID: ownID, Gap: gap + margin})
+					if o := ownAt.Add(gap + margin + lead); o.After(t) {
 						t = o
 					}
 				}
@@ -449,6 +523,12 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				}
 			}
 		}
+		if len(ans.Grants) == 0 && !notAfter.IsZero() && g.After(notAfter) {
+			// Outside the asked window: nothing counted (the day counts
+			// are set only below).
+			ans.Earliest = g.UTC()
+			return ans
+		}
 		if g.After(now.Add(MaxAhead)) {
 			if len(ans.Grants) == 0 {
 				ans.RetryIn = g.Sub(now.Add(MaxAhead))
@@ -473,10 +553,10 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			}
 			gr.Backfill = backfill
 		}
-		if ask.Rules >= RulesChain {
-			// Until is kept only where the running maximum (Late) hides
-			// it: a zero Until stands for Late.
-			if u := g.Add(tol).UTC(); u.Before(gr.Late) {
+		if rules.Chain {
+			// Without KeepUntil, Until is kept only where the running
+			// maximum (Late) hides it: a zero Until stands for Late.
+			if u := g.Add(tol).UTC(); rules.KeepUntil || u.Before(gr.Late) {
 				gr.Until = u
 			}
 			gr.Chain = chain
@@ -508,12 +588,12 @@ func until(g Grant, lim Limits) time.Time {
 // callers' grants up to i (other), and the caller's own latest grant up to
 // i (ownID, 0 if none; its time ownAt), whose send, and its earlier own
 // grants' sends, the caller keeps the link to. An own grant of a
-// tolerance no wider than a link's cost (ChainMargin and the lead) counts
-// as another's. It stops at the first grant
+// tolerance no wider than a link's cost (the rules' margin and the lead)
+// counts as another's. It stops at the first grant
 // whose latest send moment — a running maximum — is no later than what it
 // found: no grant before can be sent after it. Grants dropped from a
 // trimmed log count at the first kept grant's latest send moment.
-func (l *Ledger) chainFrom(i int, me uint32, lead time.Duration, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
+func (l *Ledger) chainFrom(i int, me uint32, cost time.Duration, lim Limits) (other time.Time, ownID uint64, ownAt time.Time) {
 	var best time.Time
 	for m := i; m >= 0; m-- {
 		g := l.Grants[m]
@@ -522,7 +602,7 @@ func (l *Ledger) chainFrom(i int, me uint32, lead time.Duration, lim Limits) (ot
 		}
 		// An own grant whose tolerance is below what a link costs is
 		// cheaper counted at its latest send.
-		if g.Chain == me && until(g, lim).Sub(g.At) > ChainMargin+lead {
+		if g.Chain == me && until(g, lim).Sub(g.At) > cost {
 			if ownID == 0 {
 				ownID, ownAt = g.ID, g.At
 				if g.At.After(best) {

@@ -64,6 +64,12 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 	if rules >= RulesPriority && workflow.GetVersion(ctx, chainChange, workflow.DefaultVersion, 1) >= 1 {
 		rules = RulesChain
 	}
+	// Every later generation is one more version of rulesChange.
+	if rules >= RulesChain {
+		if v := workflow.GetVersion(ctx, rulesChange, workflow.DefaultVersion, RulesLatest-RulesChain); v > 0 {
+			rules += int(v)
+		}
+	}
 	s.rules = rules
 	log := workflow.GetLogger(ctx)
 	handled := 0
@@ -79,9 +85,9 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 			s.ledger.Release(req.Release, lim)
 			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
 				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
-				Chain: req.Chain && req.Caller != "", Lead: req.Lead})
+				Chain: req.Chain && req.Caller != "", Lead: req.Lead, NotBefore: req.NotBefore, NotAfter: req.NotAfter})
 			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
-				Rules: rules, Yielded: ans.Yielded, Links: ans.Links}
+				Rules: rules, Yielded: ans.Yielded, Links: ans.Links, Earliest: ans.Earliest}
 			for _, g := range ans.Grants {
 				resp.Waits = append(resp.Waits, g.At.Sub(now))
 			}
@@ -171,6 +177,10 @@ const priorityChange = "limiter-priority"
 // chainChange is the workflow.GetVersion change id of RulesChain.
 const chainChange = "limiter-chain"
 
+// rulesChange is the workflow.GetVersion change id of every generation of
+// rules after RulesChain: version v is generation RulesChain + v.
+const rulesChange = "limiter-rules"
+
 func caller(c string) string {
 	if c == "" {
 		return "?"
@@ -210,7 +220,13 @@ func (s *limiterState) input() LimiterInput {
 }
 
 func (s *limiterState) state(now time.Time, runID string) State {
-	return State{ScopeID: s.scope, RunID: runID, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
+	// The generation is part of the answer from RulesAnswer on: the
+	// answers of earlier runs keep their recorded shape.
+	rules := 0
+	if s.rules >= RulesAnswer {
+		rules = s.rules
+	}
+	return State{Rules: rules, ScopeID: s.scope, RunID: runID, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
 		Override: s.override, Epoch: s.epoch, Recovering: s.recovering, RecoveredFrom: s.recoveredFrom,
 		Factor: s.ledger.CurrentFactor(now, s.effective), Now: now}
 }
@@ -279,7 +295,7 @@ func (s *limiterState) recover(now time.Time, req RecoverRequest) {
 		st := req.State
 		s.ledger = st.Ledger
 		s.ledger.Upgrade()
-		if s.rules >= RulesPriority {
+		if Rules(s.rules).Priority {
 			s.ledger.StampLate(Stricter(st.Limits, s.effective))
 		}
 		mine, myEpoch := s.callers, s.epoch

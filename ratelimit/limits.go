@@ -145,6 +145,19 @@ func (l Limits) maxLog() int {
 	return n
 }
 
+// spacing is the average time between calls the limits allow at most:
+// the minimum interval, or a window's length over its count, whichever is
+// longest.
+func (l Limits) spacing() time.Duration {
+	d := l.MinInterval
+	for _, w := range l.Windows {
+		if w.Count > 0 {
+			d = max(d, w.Length/time.Duration(w.Count))
+		}
+	}
+	return d
+}
+
 // location is the quota's timezone (UTC when unset or unknown).
 func (l Limits) location() *time.Location {
 	if l.Timezone != "" {

@@ -89,6 +89,13 @@ type AcquireRequest struct {
 	Chain bool `json:"chain,omitempty"`
 	// Lead is the chained caller's lead (Ask.Lead).
 	Lead time.Duration `json:"lead,omitempty"`
+	// NotBefore and NotAfter bound the first grant to a window of the
+	// limiter's clock (Ask.NotBefore, Ask.NotAfter): a call holding
+	// several scopes asks each for a grant its other permits cover. A
+	// limiter run before RulesWindow ignores them; the client then asks
+	// the start as a Delay and checks the grant itself.
+	NotBefore time.Time `json:"not_before,omitzero"`
+	NotAfter  time.Time `json:"not_after,omitzero"`
 }
 
 // AcquireResponse holds one wait per grant, relative to the moment the
@@ -116,6 +123,9 @@ type AcquireResponse struct {
 	Rules int `json:"rules,omitempty"`
 	// Yielded says a backfill got nothing because daily callers wait.
 	Yielded bool `json:"yielded,omitempty"`
+	// Earliest is the first slot when it lies after the request's
+	// NotAfter: nothing was granted (Answer.Earliest).
+	Earliest time.Time `json:"earliest,omitzero"`
 	// Links are, per grant, the caller's own earlier grants it must keep
 	// its distance from (RulesChain, a chaining caller; Ledger.Reserve).
 	Links [][]Link `json:"links,omitempty"`
@@ -187,4 +197,7 @@ type State struct {
 	RecoveredFrom string    `json:"recovered_from,omitempty"`
 	Factor        float64   `json:"factor"`
 	Now           time.Time `json:"now"`
+	// Rules is the generation of ledger rules the run follows
+	// (RulesAnswer on; 0 in the answers of runs before it).
+	Rules int `json:"rules,omitempty"`
 }

@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/internal/replaycheck"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/workflows"
@@ -23,6 +23,20 @@ func TestReplay(t *testing.T) {
 	// The -v1 histories were recorded before the limiter moved to package
 	// ratelimit and learnt to recover its state: runs started by that
 	// version must go on under this one.
+	opts := map[string]replaycheck.Options{
+		// Protocol 1: grants were bare times; run ids, the decrease
+		// horizon and grant ids came later (LimiterProtocol).
+		//
+		// Its one penalty was answered by the protocol-0 backoff (the
+		// rate halved, with a cooldown and a recovery step in the run's
+		// input); the AIMD backoff (7601c42) replaced it without a
+		// version, and a protocol-0 run replays its penalties with AIMD.
+		// Known, not reconstructed: no protocol-0 run can still be open
+		// (each continued as new into protocol 2 within its 1,000
+		// updates).
+		"scope-limiter-v1.json": {Added: []string{"run_id", "decrease_horizon", "id"}, Upgrade: grantsAsTimes,
+			Known: map[string]string{"e6b53a38-1059-4054-91af-8d2efe281b3b": "protocol-0 backoff"}},
+	}
 	for name, file := range map[string]string{
 		workflows.DailyIngestName:       "daily-ingest.json",
 		ratelimit.WorkflowName:          "scope-limiter.json",
@@ -35,8 +49,17 @@ func TestReplay(t *testing.T) {
 		// A limiter recorded before chained grants (workflow.GetVersion
 		// "limiter-chain").
 		ratelimit.WorkflowName + "3": "scope-limiter-v3.json",
-		events.WorkflowName + "1":    "ops-events-v1.json",
-		workflows.RefetchName:        "refetch.json",
+		// A limiter recorded with the first chained arithmetic
+		// (RulesChain: a 10 ms margin, a fixed lead), before "limiter-rules".
+		ratelimit.WorkflowName + "4": "scope-limiter-v4.json",
+		// A limiter recorded with the answer-anchored chain (RulesAnswer,
+		// "limiter-rules" 1), before windowed asks.
+		ratelimit.WorkflowName + "5": "scope-limiter-v5.json",
+		// A limiter driven to give chained grants and answer windowed
+		// asks, whatever the batch's timing (RulesWindow).
+		ratelimit.WorkflowName + "/window": "scope-limiter-window.json",
+		events.WorkflowName + "1":          "ops-events-v1.json",
+		workflows.RefetchName:              "refetch.json",
 		// A daily run that compared revisions (the histories above were
 		// recorded before it did, and replay without them:
 		// workflow.GetVersion "revisions"), and a watch.
@@ -45,17 +68,66 @@ func TestReplay(t *testing.T) {
 		workflows.DailyIngestName + "/scheduled": "daily-scheduled.json",
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
-			r.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
-			r.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
-			r.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
-			r.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", file)); err != nil {
-				t.Fatalf("replaying %s: %v", file, err)
-			}
+			opt := opts[file]
+			opt.Register = registerAll
+			replayAnswers(t, file, opt)
 		})
 	}
+}
+
+// grantsAsTimes turns the grants of a protocol-1 acquire answer, bare
+// times, into grants of the current protocol with that time.
+func grantsAsTimes(name string, answer any) any {
+	m, ok := answer.(map[string]any)
+	if name != ratelimit.AcquireUpdate || !ok {
+		return answer
+	}
+	if gs, ok := m["grants"].([]any); ok {
+		for i, g := range gs {
+			if at, ok := g.(string); ok {
+				gs[i] = map[string]any{"at": at}
+			}
+		}
+	}
+	return answer
+}
+
+// registerAll registers the workflows the TestReplay histories run.
+func registerAll(r worker.WorkflowReplayer) {
+	r.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	r.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
+	r.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	r.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
+}
+
+// replayAnswers replays testdata/file and fails unless it replays and
+// every update answer it recorded is given again, unchanged: a change to
+// what a workflow answers that is not behind workflow.GetVersion fails
+// here even when it issues the same commands.
+func replayAnswers(t *testing.T, file string, opt replaycheck.Options) {
+	t.Helper()
+	res, err := replaycheck.ReplayFile(filepath.Join("testdata", file), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range res.Diffs {
+		if i == 3 {
+			t.Errorf("… and %d more", len(res.Diffs)-3)
+			break
+		}
+		t.Errorf("update %s (%s) answered differently on replay:\nrecorded %s\nreplayed %s", d.UpdateID, d.Name, d.Recorded, d.Replayed)
+	}
+	if len(res.Diffs) > 0 {
+		t.Errorf("%s: %d of %d recorded update answers differ on replay (per update: %v)", file, len(res.Diffs), res.Recorded, res.Names)
+	}
+	if res.Compared != res.Recorded {
+		t.Errorf("%s: %d of %d recorded update answers replayed", file, res.Compared, res.Recorded)
+	}
+	for _, d := range res.Known {
+		t.Logf("update %s (%s) differs, known (%s): recorded %s, replayed %s", d.UpdateID, d.Name, opt.Known[d.UpdateID], d.Recorded, d.Replayed)
+	}
+	t.Logf("%s: %d update answers compared, %d differ, %d known to differ", file, res.Compared, len(res.Diffs), len(res.Known))
 }
 
 // TestReplayBackfill replays a recorded backfill and one of its dataset
@@ -67,23 +139,13 @@ func TestReplayBackfill(t *testing.T) {
 		"backfill-dataset.json": workflows.BackfillDatasetWorkflowID("record-backfill", "fred-dgs2"),
 	} {
 		t.Run(file, func(t *testing.T) {
-			f, err := os.Open(filepath.Join("testdata", file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName})
-			r.RegisterWorkflowWithOptions(workflows.BackfillDataset, workflow.RegisterOptions{Name: workflows.BackfillDatasetName})
-			if err := r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+			replayAnswers(t, file, replaycheck.Options{
+				Register: func(r worker.WorkflowReplayer) {
+					r.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName})
+					r.RegisterWorkflowWithOptions(workflows.BackfillDataset, workflow.RegisterOptions{Name: workflows.BackfillDatasetName})
+				},
 				OriginalExecution: workflow.Execution{ID: id},
-			}); err != nil {
-				t.Fatalf("replaying %s: %v", file, err)
-			}
+			})
 		})
 	}
 }
@@ -104,12 +166,10 @@ func TestReplayTokenKeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: c.DataConverter(), FailureConverter: c.FailureConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName})
-	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "token-keeper.json")); err != nil {
-		t.Fatalf("replaying token-keeper.json: %v", err)
-	}
+	replayAnswers(t, "token-keeper.json", replaycheck.Options{
+		Register: func(r worker.WorkflowReplayer) {
+			r.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName})
+		},
+		DataConverter: c.DataConverter(), FailureConverter: c.FailureConverter(),
+	})
 }

@@ -4,13 +4,16 @@
 // and OpsEvents workflows it produced to workflows/testdata, for the
 // replay tests; and a token keeper's, its payloads sealed with the test key
 // in workflows/testdata/token-keeper.key. Run it from the module root
-// after changing workflow code on purpose:
+// after changing workflow code on purpose — first keeping the limiter's
+// history as the next scope-limiter-vN.json for the replay test (see
+// docs/ratelimit.md, "Changing the arithmetic"):
 //
 //	go run ./workflows/testdata/record
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -168,6 +171,11 @@ func run() error {
 		ratelimit.PenalizeRequest{Penalty: ratelimit.Penalty{RetryAfter: time.Second}, Reason: "recorded for the replay test"}); err != nil {
 		return err
 	}
+	// A limiter whose history holds every kind of answer of the latest
+	// rules, whatever the batch's timing: chained grants and windowed asks.
+	if err := recordWindowLimiter(ctx, lim); err != nil {
+		return err
+	}
 	// A token keeper: a lease, a recorded request, a token saved, a
 	// release, a second holder finding the token, a query.
 	if err := recordKeeper(ctx, kc); err != nil {
@@ -189,6 +197,7 @@ func run() error {
 	for id, file := range map[string]string{
 		workflows.DailyWorkflowID(in.Date): "daily-ingest-revisions.json",
 		ratelimit.WorkflowID("fred/key"):   "scope-limiter.json",
+		ratelimit.WorkflowID(windowScope):  "scope-limiter-window.json",
 		events.WorkflowID:                  "ops-events.json",
 		"record-refetch":                   "refetch.json",
 		"record-backfill":                  "backfill.json",
@@ -200,6 +209,46 @@ func run() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// windowScope is the scope of the limiter recordWindowLimiter drives.
+const windowScope = "record/window"
+
+// recordWindowLimiter drives a limiter of its own (one call per 150 ms,
+// a tolerance of 50 ms) with sixteen calls that report their sends, so
+// that its grants come chained once the round trips are known, and then
+// with windowed asks (AcquireOptions.NotAfter): one no slot fits, which
+// is answered with the first slot and nothing granted, and one at that
+// slot.
+func recordWindowLimiter(ctx context.Context, lc *ratelimit.Client) error {
+	lim := ratelimit.Limits{MinInterval: 150 * time.Millisecond, Tolerance: 50 * time.Millisecond}
+	var last ratelimit.Permit
+	for range 16 {
+		p, err := lc.Acquire(ctx, windowScope, lim, ratelimit.AcquireOptions{Chain: true})
+		if err != nil {
+			return fmt.Errorf("recording the window limiter: %w", err)
+		}
+		if err := p.Wait(ctx, nil); err != nil {
+			return fmt.Errorf("recording the window limiter: %w", err)
+		}
+		tr := lc.Track([]ratelimit.Permit{p})
+		if tr.Leave(time.Now()) {
+			tr.Wrote(time.Now())
+			tr.Done(time.Now())
+		}
+		last = p
+	}
+	_, err := lc.Acquire(ctx, windowScope, lim, ratelimit.AcquireOptions{NotBefore: last.At, NotAfter: last.At.Add(time.Millisecond)})
+	var nw *ratelimit.NotWithinError
+	if !errors.As(err, &nw) {
+		return fmt.Errorf("recording the window limiter: a window no slot fits answered %v", err)
+	}
+	p, err := lc.Acquire(ctx, windowScope, lim, ratelimit.AcquireOptions{NotBefore: nw.Earliest, NotAfter: nw.Earliest.Add(lim.Tolerance)})
+	if err != nil {
+		return fmt.Errorf("recording the window limiter: %w", err)
+	}
+	lc.Release(p)
 	return nil
 }
 

@@ -1,0 +1,64 @@
+package ratelimit
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicehq/sluice/internal/replaycheck"
+)
+
+// replayLimiter replays a recorded limiter history of workflows/testdata
+// and returns what the comparison of its update answers found.
+func replayLimiter(t *testing.T, file string) replaycheck.Result {
+	t.Helper()
+	res, err := replaycheck.ReplayFile(filepath.Join("..", "workflows", "testdata", file), replaycheck.Options{
+		Register: func(r worker.WorkflowReplayer) {
+			r.RegisterWorkflowWithOptions(ScopeLimiter, workflow.RegisterOptions{Name: WorkflowName})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestLimiterAnswersReplay is the mutation test of the replay comparison
+// (workflows.TestReplay): a change to a generation's arithmetic that is
+// not a new generation behind a new version — here made in-process, to
+// the rules of the generation a history was recorded under — makes its
+// replayed acquire answers differ from the recorded ones, and so fails
+// CI, although the limiter issues the same commands.
+func TestLimiterAnswersReplay(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		gen    int
+		name   string
+		mutate func(*RuleSet)
+	}{
+		{"scope-limiter-window.json", RulesLatest, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-window.json", RulesLatest, "windows ignored", func(r *RuleSet) { r.Window = false }},
+		{"scope-limiter.json", RulesLatest, "Until only where Late hides it", func(r *RuleSet) { r.KeepUntil = false }},
+		{"scope-limiter-v5.json", RulesAnswer, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-v4.json", RulesChain, "ChainMargin 10 ms → 2 ms (the drift of issue 20)", func(r *RuleSet) { r.ChainMargin = 2 * time.Millisecond }},
+		{"scope-limiter-v3.json", RulesPriority, "no priorities", func(r *RuleSet) { r.Priority = false }},
+	} {
+		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {
+			if res := replayLimiter(t, tc.file); len(res.Diffs) != 0 {
+				t.Fatalf("unmutated: %d of %d answers differ", len(res.Diffs), res.Recorded)
+			}
+			saved := ruleSets[tc.gen]
+			tc.mutate(&ruleSets[tc.gen])
+			res := replayLimiter(t, tc.file)
+			ruleSets[tc.gen] = saved
+			if len(res.Diffs) == 0 {
+				t.Fatalf("mutated (%s): all %d answers replay unchanged; the comparison misses the change", tc.name, res.Recorded)
+			}
+			t.Logf("mutated (%s): %d of %d answers differ (%d acquire answers of %d)", tc.name,
+				len(res.Diffs), res.Recorded, res.DiffsNamed(AcquireUpdate), res.Names[AcquireUpdate])
+		})
+	}
+}
