@@ -69,8 +69,11 @@ func use(t *testing.T, ctx context.Context, lc *ratelimit.Client, scope string, 
 func TestLedgerSurvivesEndOfWorkflow(t *testing.T) {
 	tc, ns := startServer(t)
 	lim := ratelimit.Limits{
-		Windows:    []ratelimit.Window{{Length: 2 * time.Second, Count: 3}},
-		DailyQuota: 4, Timezone: middayZone(time.Now()), Tolerance: 100 * time.Millisecond,
+		Windows: []ratelimit.Window{{Length: 2 * time.Second, Count: 3}},
+		// A second of tolerance: at 100 ms a loaded machine's round trip
+		// (123 ms seen) had an answer discarded and the second phase send
+		// nothing; round trips are not what this test is about.
+		DailyQuota: 4, Timezone: middayZone(time.Now()), Tolerance: time.Second,
 	}
 	// "reset" reapplies the updates after the reset point (the server's
 	// default); "reset-dropping-updates" does not, as `temporal workflow
@@ -141,7 +144,9 @@ func TestLedgerSurvivesEndOfWorkflow(t *testing.T) {
 			if c := st.Ledger.DayCount(time.Now(), lim); c != 4 {
 				t.Errorf("day count %d, want 4", c)
 			}
-			t.Logf("%s: first calls at +0, second at +%v; state recovered from %s", end, second[0].Sub(first[0]).Round(time.Millisecond), st.RecoveredFrom)
+			if len(second) > 0 && len(first) > 0 {
+				t.Logf("%s: first calls at +0, second at +%v; state recovered from %s", end, second[0].Sub(first[0]).Round(time.Millisecond), st.RecoveredFrom)
+			}
 		})
 	}
 }
