@@ -122,30 +122,45 @@ func OpenRuns(ctx context.Context, c client.Client) ([]Run, error) {
 	return out, nil
 }
 
-// Nudge signals (NudgeSignal) every open run pinned to a build other
-// than current and returns how many it signalled. A run that finished
-// meanwhile is skipped.
-func Nudge(ctx context.Context, c client.Client, current string) (int, error) {
-	runs, err := OpenRuns(ctx, c)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, r := range runs {
-		if !r.Pinned() || r.BuildID == current {
-			continue
+// nudgeEvery is how often Drain nudges the runs still pinned to an older
+// build.
+const nudgeEvery = 2 * time.Second
+
+// Drain nudges (NudgeSignal) every open run pinned to a build other than
+// current, again every nudgeEvery, until none is left or ctx ends, and
+// returns the runs left (none when drained). Once is not enough: the
+// server tells a pinned run of the new version on a workflow task that
+// its task queue's partition dispatches after it has heard of the
+// promotion itself, which it does a moment after SetCurrentVersion
+// returns; a nudge answered before that changes nothing. A run that
+// finished meanwhile is skipped.
+func Drain(ctx context.Context, c client.Client, current string) ([]Run, error) {
+	for {
+		runs, err := OpenRuns(ctx, c)
+		if err != nil {
+			return nil, err
 		}
-		if err := c.SignalWorkflow(ctx, r.WorkflowID, r.RunID, NudgeSignal, nil); err != nil {
-			var open bool
-			if d, derr := c.DescribeWorkflowExecution(ctx, r.WorkflowID, r.RunID); derr == nil {
-				open = d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		var left []Run
+		for _, r := range runs {
+			if r.Pinned() && r.BuildID != current {
+				left = append(left, r)
 			}
-			if open {
-				return n, fmt.Errorf("nudging workflow %s: %w", r.WorkflowID, err)
-			}
-			continue
 		}
-		n++
+		if len(left) == 0 {
+			return nil, nil
+		}
+		for _, r := range left {
+			if err := c.SignalWorkflow(ctx, r.WorkflowID, r.RunID, NudgeSignal, nil); err != nil {
+				if d, derr := c.DescribeWorkflowExecution(ctx, r.WorkflowID, r.RunID); derr == nil &&
+					d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+					return left, fmt.Errorf("nudging workflow %s: %w", r.WorkflowID, err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return left, nil
+		case <-time.After(nudgeEvery):
+		}
 	}
-	return n, nil
 }

@@ -114,21 +114,23 @@ func drainage(s client.WorkerDeploymentVersionDrainageStatus) string {
 func newDeployPromoteCmd() *cobra.Command {
 	var tf temporalFlags
 	var build string
-	var nudge bool
-	var wait time.Duration
+	var wait, drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "promote",
-		Short: "Make a build the current version of the deployment and nudge the runs pinned to older builds",
+		Short: "Make a build the current version of the deployment and move the runs pinned to older builds onto it",
 		Long: `Makes --build-id the current version of the task queue's Worker Deployment:
 new workflows start on it, unpinned ones move to it at their next workflow
 task, and pinned singletons at their next continue-as-new. Start the build's
 workers first: promote waits (--wait) for the server to know the version,
 which it does once one of its workers polls.
 
-With --nudge (the default) every open run pinned to another build gets a
-signal that only gives it a workflow task, on which it hears of the new
-version and continues as new onto it. Stop the old workers once
-'sluice deploy status' lists no run pinned to them.`,
+Then, for up to --drain-wait, every open run pinned to another build gets a
+signal every two seconds that only gives it a workflow task, on which it
+hears of the new version and continues as new onto it. Promote ends when no
+run is pinned to an older build — stop the old workers then — or lists the
+runs left and fails: keep the old workers until 'sluice deploy status'
+shows none (a paused backfill moves when it is resumed). --drain-wait 0
+promotes only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if build == "" {
@@ -144,21 +146,31 @@ version and continues as new onto it. Stop the old workers once
 			if err := worker.PromoteBuild(ctx, tc, tf.taskQueue, build); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "build %s is the current version of deployment %s\n", build, deployment.Name(tf.taskQueue))
-			if !nudge {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "build %s is the current version of deployment %s\n", build, deployment.Name(tf.taskQueue))
+			if drain <= 0 {
 				return nil
 			}
-			n, err := worker.Nudge(cmd.Context(), tc, build)
+			began := time.Now()
+			dctx, dcancel := context.WithTimeout(cmd.Context(), drain)
+			defer dcancel()
+			left, err := worker.Drain(dctx, tc, build)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "nudged %d run(s) pinned to older builds\n", n)
-			return nil
+			if len(left) == 0 {
+				fmt.Fprintf(out, "no run is pinned to an older build (%s): the old workers can be stopped\n", time.Since(began).Round(time.Millisecond))
+				return nil
+			}
+			for _, r := range left {
+				fmt.Fprintf(out, "still pinned to %s: %s (%s)\n", r.BuildID, r.WorkflowID, r.Type)
+			}
+			return fmt.Errorf("%d run(s) still pinned to older builds after %s: keep their workers running", len(left), drain)
 		},
 	}
 	tf.bind(cmd.Flags())
 	cmd.Flags().StringVar(&build, "build-id", "", "the build id to make current (the new workers' --build-id, or what they logged as build_id)")
-	cmd.Flags().BoolVar(&nudge, "nudge", true, "signal the runs pinned to older builds so that they continue as new onto this one")
 	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the server to know the build")
+	cmd.Flags().DurationVar(&drain, "drain-wait", 2*time.Minute, "how long to nudge the runs pinned to older builds until none is left (0: do not)")
 	return cmd
 }
