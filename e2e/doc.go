@@ -38,6 +38,12 @@
 //     the recorded corpus (simulator shape faults) on a dataset of its own:
 //     the final shapes fail with their class, the passing ones land and
 //     verify, no call goes to a spent quota.
+//   - TestDeploy: a backfill and a daily batch started on workers of the
+//     previous release (built from git), moved to this build as Worker
+//     Deployment version deploy-v1 and then to deploy-v2 (sluice deploy
+//     promote), the old workers stopped mid-run each time: zero violations,
+//     every chunk verified, the lake exact, every pinned singleton continued
+//     as new onto deploy-v2 (docs/deploy.md).
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (the ingest
