@@ -27,29 +27,29 @@ const promoteTimeout = 2 * time.Minute
 const NudgeSignal = "sluice-deploy-nudge"
 
 // promote makes v the current version of its deployment when the
-// deployment has none, or in any case when always is set, and says
-// whether it did. It retries, until ctx ends, while the server does not
+// deployment has none, or in any case when always is set, and returns the
+// current version's build id and whether it made it so. It retries, until ctx ends, while the server does not
 // know the deployment or the version yet and while another client changes
 // the deployment between its Describe and its SetCurrentVersion (the
 // conflict token): of several workers starting together with no current
 // version, one makes its build current and the others see it.
-func promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentVersion, always bool) (bool, error) {
+func promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentVersion, always bool) (current string, promoted bool, err error) {
 	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)
 	for {
 		d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
 		if err == nil {
 			cur := d.Info.RoutingConfig.CurrentVersion
 			if cur != nil && (cur.BuildID == v.BuildID || !always) {
-				return false, nil
+				return cur.BuildID, false, nil
 			}
 			_, err = h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID, ConflictToken: d.ConflictToken})
 			if err == nil {
-				return true, nil
+				return v.BuildID, true, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return false, fmt.Errorf("making build %s the current version of deployment %s: %w", v.BuildID, v.DeploymentName, errors.Join(err, ctx.Err()))
+			return "", false, fmt.Errorf("making build %s the current version of deployment %s: %w", v.BuildID, v.DeploymentName, errors.Join(err, ctx.Err()))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -61,7 +61,7 @@ func promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 // on it until they continue as new; Nudge hurries the singletons.
 func PromoteBuild(ctx context.Context, c client.Client, taskQueue, build string) error {
 	v := sdkworker.WorkerDeploymentVersion{DeploymentName: deployment.Name(taskQueue), BuildID: build}
-	if _, err := promote(ctx, c, v, true); err != nil {
+	if _, _, err := promote(ctx, c, v, true); err != nil {
 		return err
 	}
 	return nil

@@ -242,14 +242,18 @@ func Start(opts Options) (*Worker, error) {
 	}
 	if opts.Promote != PromoteNever {
 		pctx, pcancel := context.WithTimeout(context.Background(), promoteTimeout)
-		promoted, err := promote(pctx, opts.Client, version, opts.Promote == PromoteAlways)
+		current, promoted, err := promote(pctx, opts.Client, version, opts.Promote == PromoteAlways)
 		pcancel()
 		if err != nil {
 			out.Stop()
 			return nil, fmt.Errorf("starting worker: %w", err)
 		}
-		if promoted {
+		switch {
+		case promoted:
 			opts.Logger.Info("made this build the current version", "deployment", version.DeploymentName, "build_id", version.BuildID)
+		case current != version.BuildID:
+			opts.Logger.Warn("this build is not the deployment's current version: it takes no new work until promoted (sluice deploy promote, docs/deploy.md)",
+				"deployment", version.DeploymentName, "build_id", version.BuildID, "current", current)
 		}
 	}
 	// Start the scope limiters now rather than on the first call; a

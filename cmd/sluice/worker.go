@@ -66,7 +66,7 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet) {
 	tokenStoreFlag(fs, &r.tokenStore)
 	r.keys.bind(fs)
 	r.watchDB.bind(fs)
-	stringFlag(fs, &r.buildID, "build-id", deployment.BuildIDEnv, "", "the Worker Deployment build id this worker polls as (empty: the binary's git revision, or a hash of the binary); see docs/deploy.md")
+	stringFlag(fs, &r.buildID, "build-id", deployment.BuildIDEnv, "", "the Worker Deployment build id this worker polls as (empty: the binary's git revision, or a hash of the binary; \"dev\" in sluice dev); see docs/deploy.md")
 	stringFlag(fs, &r.promote, "promote", "SLUICE_PROMOTE", "if-none", "make this build the deployment's current version at start: if-none (only when there is no current version), never (sluice deploy promote does it), always")
 }
 
