@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,11 +33,20 @@ const previousRelease = "1f11e07"
 
 // buildPrevious builds cmd/sluice of previousRelease (git archive into a
 // temporary directory, go build there; the build cache makes the
-// dependencies cheap) and returns the binary. Without the commit (a
-// shallow clone, a source tarball) it skips loudly, or fails when CI is
-// set.
+// dependencies cheap) and returns the binary, kept in the user's cache
+// directory under the commit, the Go version and the platform: a fixed
+// commit builds the same binary every time. Without the commit (a shallow
+// clone, a source tarball) it skips loudly, or fails when CI is set.
 func buildPrevious(t *testing.T) string {
 	t.Helper()
+	var cached string
+	if dir, err := os.UserCacheDir(); err == nil {
+		cached = filepath.Join(dir, "sluice-e2e", fmt.Sprintf("sluice-%s-%s-%s-%s", previousRelease, runtime.Version(), runtime.GOOS, runtime.GOARCH))
+		if fi, err := os.Stat(cached); err == nil && fi.Mode().IsRegular() {
+			t.Logf("sluice of %s: %s (cached)", previousRelease, cached)
+			return cached
+		}
+	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("running go env GOMOD: %v", err)
@@ -81,6 +91,16 @@ func buildPrevious(t *testing.T) string {
 		t.Fatalf("building sluice of %s: %v\n%s", previousRelease, err, out)
 	}
 	t.Logf("built sluice of %s in %s", previousRelease, time.Since(began).Round(time.Millisecond))
+	if cached != "" {
+		// Renamed into place whole, so a concurrent run never sees half.
+		if err := os.MkdirAll(filepath.Dir(cached), 0o755); err == nil {
+			tmp := cached + fmt.Sprintf(".%d", os.Getpid())
+			if b, err := os.ReadFile(bin); err == nil && os.WriteFile(tmp, b, 0o755) == nil && os.Rename(tmp, cached) == nil {
+				return cached
+			}
+			_ = os.Remove(tmp)
+		}
+	}
 	return bin
 }
 
@@ -153,11 +173,11 @@ func singleton(typ string) bool {
 func TestDeploy(t *testing.T) {
 	t.Parallel()
 	prev := buildPrevious(t)
-	// UPBIT bodies (about 80 KB a backfill chunk) stream at 4 KB/s and
+	// UPBIT bodies (about 80 KB a backfill chunk) stream at 8 KB/s and
 	// data.go.kr's (about 30 KB) at 2 KB/s: the backfill and the daily
 	// batch outlast the cut-overs, and ingests are in flight at every
 	// stop.
-	c := newCluster(t, clusterOptions{faults: []simulator.Fault{{Provider: "upbit", SlowBody: 4000}, {Provider: "datago", SlowBody: 2000}}})
+	c := newCluster(t, clusterOptions{faults: []simulator.Fault{{Provider: "upbit", SlowBody: 8000}, {Provider: "datago", SlowBody: 2000}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*batchTimeout)
 	defer cancel()
 
