@@ -17,10 +17,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
 )
@@ -142,7 +144,7 @@ func (c *cluster) openRuns(ctx context.Context) []worker.Run {
 
 // singleton says whether a workflow type is one Sluice pins.
 func singleton(typ string) bool {
-	return typ == ratelimit.WorkflowName || typ == workflows.BackfillName || typ == workflows.WatchName
+	return typ == ratelimit.WorkflowName || typ == workflows.BackfillName || typ == workflows.WatchName || typ == tokenkeeper.WorkflowName
 }
 
 // TestDeploy deploys Sluice twice in the middle of a backfill and a daily
@@ -167,8 +169,11 @@ func singleton(typ string) bool {
 // verifies and every daily object is the simulator's bytes; the lake
 // holds those objects and nothing else; the backfill's datasets were
 // called as planned plus at most the retries of the ingests the two stops
-// interrupted; every limiter and the backfill parent pinned to deploy-v1
-// continued as new onto deploy-v2 (a new run, pinned there), and the
+// interrupted; every run pinned to deploy-v1 at the promote (limiters,
+// the backfill parent, the KIS token keeper when it had a task there)
+// continued as new onto deploy-v2 — a new run, pinned there — and only
+// singletons were pinned; the KIS token endpoint was asked once over the
+// three builds (the keeper's state crossed every continue-as-new); the
 // daily batch ended on deploy-v2.
 func TestDeploy(t *testing.T) {
 	t.Parallel()
@@ -177,7 +182,19 @@ func TestDeploy(t *testing.T) {
 	// data.go.kr's (about 30 KB) at 2 KB/s: the backfill and the daily
 	// batch outlast the cut-overs, and ingests are in flight at every
 	// stop.
-	c := newCluster(t, clusterOptions{faults: []simulator.Fault{{Provider: "upbit", SlowBody: 8000}, {Provider: "datago", SlowBody: 2000}}})
+	//
+	// KIS tokens are kept by the token keepers (sealed with a codec key),
+	// so a keeper is among the singletons that move.
+	key, err := codec.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "codec.key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, clusterOptions{faults: []simulator.Fault{{Provider: "upbit", SlowBody: 8000}, {Provider: "datago", SlowBody: 2000}},
+		workerArgs: []string{"--token-store", "keeper"}, workerEnv: []string{codec.EnvKeyFile + "=" + keyFile}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*batchTimeout)
 	defer cancel()
 
@@ -285,6 +302,12 @@ func TestDeploy(t *testing.T) {
 	if _, ok := pinnedV1[b.id]; !ok {
 		t.Errorf("the backfill parent was not pinned to deploy-v1 at the promote")
 	}
+	keepers := 0
+	for id := range pinnedV1 {
+		if strings.HasPrefix(id, tokenkeeper.WorkflowID("")) {
+			keepers++
+		}
+	}
 	limiters := 0
 	for id, run := range pinnedV1 {
 		r, open := moved[id]
@@ -317,8 +340,17 @@ func TestDeploy(t *testing.T) {
 
 	stats := c.sim.Stats()
 	violations := 0
+	var tokenRequests, tokensIssued, tokensRefused int64
 	for _, s := range stats.Scopes {
 		violations += int(s.Violations)
+		tokenRequests += s.TokenRequests
+		tokensIssued += s.TokensIssued
+		tokensRefused += s.TokenRejected
+	}
+	// One KIS token across three builds: the keeper's state crossed
+	// every continue-as-new.
+	if tokenRequests != 1 || tokensIssued != 1 || tokensRefused != 0 {
+		t.Errorf("the token endpoint was asked %d times, issued %d, refused %d; want 1, 1, 0", tokenRequests, tokensIssued, tokensRefused)
 	}
 	checkLimits(t, stats, nil, nil)
 	b.checkDone(bres)
@@ -363,6 +395,6 @@ func TestDeploy(t *testing.T) {
 		}
 	}
 	c.checkLake(results, date, nil)
-	t.Logf("deploy: %d violations; backfill %d chunks (%d objects, all verified), %d calls made for %d planned, parent runs %d; daily %d datasets (%d ok, %d no data, %d failed); %d limiters moved to deploy-v2 by continue-as-new",
-		violations, bres.Counts.Total, chunks, made, b.plan.Totals.Calls, bres.Runs, len(res.Results), res.Succeeded, res.NoData, res.Failed, limiters)
+	t.Logf("deploy: %d violations; backfill %d chunks (%d objects, all verified), %d calls made for %d planned, parent runs %d; daily %d datasets (%d ok, %d no data, %d failed); %d limiters and %d token keepers moved to deploy-v2 by continue-as-new; %d KIS token requests",
+		violations, bres.Counts.Total, chunks, made, b.plan.Totals.Calls, bres.Runs, len(res.Results), res.Succeeded, res.NoData, res.Failed, limiters, keepers, tokenRequests)
 }

@@ -240,7 +240,7 @@ func nextSlot(slot time.Time, interval time.Duration, now time.Time) time.Time {
 // sleepUntilMoved is sleepUntil that also returns, early, on the first
 // workflow task that tells this pinned run a new current version waits
 // (deployment.TargetChanged: a run with nothing to do gets that task from
-// worker.Nudge). Its timer is the one sleepUntil starts, and on a history
+// worker.Drain). Its timer is the one sleepUntil starts, and on a history
 // recorded without a version change the condition never holds, so a
 // replay sees the same commands.
 func sleepUntilMoved(ctx workflow.Context, t time.Time) error {
