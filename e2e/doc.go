@@ -49,7 +49,9 @@
 // provider-down and half-rate tests wait on Temporal's timers (the ingest
 // activity's 20-second heartbeat timeout, workflows.IngestActivityOptions;
 // the retry policy's backoff; a backed-off limiter) and run side by side;
-// the package takes about two and a half minutes.
+// the package took about two and a half minutes before TestDeploy, which
+// alone takes five to six (the slowed UPBIT chunks of its backfill, and
+// the previous release's build when it is not cached yet).
 //
 // BenchmarkBackfillDefaultRegistry (issue 8 §7, run by `make bench`, never
 // by `make test`) runs the default registry's 2016-01-01..2026-08-31
