@@ -73,10 +73,11 @@ type Options struct {
 	BuildID string
 	// Promote says when Start makes this build the deployment's current
 	// version: PromoteIfNone (the zero value) when the deployment has no
-	// current version yet — the first worker of a new deployment, `sluice
-	// dev`, the first versioned deploy — PromoteNever to leave it to the
-	// operator (`sluice deploy promote`), PromoteAlways for a one-worker
-	// setup that should cut over as it starts.
+	// current version yet — the first worker of a new deployment, the
+	// first versioned deploy — PromoteNever to leave it to the operator
+	// (`sluice deploy promote`), PromoteAlways to take over as it starts
+	// (automation that starts it next to the old build, whose workers the
+	// runs pinned to it still need until they have moved).
 	Promote Promote
 }
 
