@@ -84,6 +84,9 @@ type cluster struct {
 	regDir   string // --registry of the workers; "" for the default
 	scale    int    // the rate scale of the simulator and the workers
 	addr     string // the Temporal frontend's host:port
+	// otherKeys are lake objects checkLake accepts besides the batch's
+	// (a backfill's, written alongside it).
+	otherKeys map[string]bool
 }
 
 var clusterSeq atomic.Int64
@@ -211,6 +214,13 @@ func (w *workerProc) exited() bool {
 // startWorker runs `sluice worker` against the cluster.
 func (c *cluster) startWorker(n int) *workerProc {
 	c.t.Helper()
+	return c.startWorkerBin(n, sluiceBin, nil)
+}
+
+// startWorkerBin runs `sluice worker` of the binary bin against the
+// cluster, with env added to its environment.
+func (c *cluster) startWorkerBin(n int, bin string, env []string) *workerProc {
+	c.t.Helper()
 	metricsAddr := ""
 	logLevel := "warn"
 	if c.metrics {
@@ -230,7 +240,7 @@ func (c *cluster) startWorker(n int) *workerProc {
 		args = append([]string{"--registry", c.regDir}, args...)
 	}
 	args = append(args, c.opts.workerArgs...)
-	envv := append(cleanEnv(), c.opts.workerEnv...)
+	envv := append(append(cleanEnv(), c.opts.workerEnv...), env...)
 	if c.s3 != nil {
 		args = append(args, "--s3-bucket", c.s3.Bucket, "--s3-endpoint", c.s3.Endpoint, "--s3-region", c.s3.Region)
 		envv = append(envv, "AWS_ACCESS_KEY_ID="+c.s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.s3.SecretKey,
@@ -241,7 +251,7 @@ func (c *cluster) startWorker(n int) *workerProc {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	w.cmd = exec.Command(sluiceBin, args...)
+	w.cmd = exec.Command(bin, args...)
 	w.cmd.Env = envv
 	w.cmd.Stdout, w.cmd.Stderr = f, f
 	// The kernel kills the worker if the test process dies first.

@@ -38,12 +38,20 @@
 //     the recorded corpus (simulator shape faults) on a dataset of its own:
 //     the final shapes fail with their class, the passing ones land and
 //     verify, no call goes to a spent quota.
+//   - TestDeploy: a backfill and a daily batch started on workers of the
+//     previous release (built from git), moved to this build as Worker
+//     Deployment version deploy-v1 and then to deploy-v2 (sluice deploy
+//     promote), the old workers stopped mid-run each time: zero violations,
+//     every chunk verified, the lake exact, every pinned singleton continued
+//     as new onto deploy-v2 (docs/deploy.md).
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (the ingest
 // activity's 20-second heartbeat timeout, workflows.IngestActivityOptions;
 // the retry policy's backoff; a backed-off limiter) and run side by side;
-// the package takes about two and a half minutes.
+// the package took about two and a half minutes before TestDeploy, which
+// alone takes five to six (the slowed UPBIT chunks of its backfill, and
+// the previous release's build when it is not cached yet).
 //
 // BenchmarkBackfillDefaultRegistry (issue 8 §7, run by `make bench`, never
 // by `make test`) runs the default registry's 2016-01-01..2026-08-31

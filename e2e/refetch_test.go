@@ -29,13 +29,16 @@ const simSeed = 7
 // dataset, when the simulator last answered a request for it (anything
 // but a rate-limit or authentication rejection or an injected fault),
 // which is the answer the dataset's stored object holds.
+//
+// It also counts every request the simulator logged, by dataset.
 type requestLog struct {
-	mu   *sync.Mutex
-	last map[string]time.Time
+	mu    *sync.Mutex
+	last  map[string]time.Time
+	calls map[string]int64
 }
 
 func newRequestLog() *requestLog {
-	return &requestLog{mu: &sync.Mutex{}, last: map[string]time.Time{}}
+	return &requestLog{mu: &sync.Mutex{}, last: map[string]time.Time{}, calls: map[string]int64{}}
 }
 
 func (h *requestLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -54,6 +57,11 @@ func (h *requestLog) Handle(_ context.Context, r slog.Record) error {
 		}
 		return true
 	})
+	if ds != "" {
+		h.mu.Lock()
+		h.calls[ds]++
+		h.mu.Unlock()
+	}
 	if ds == "" || outcome == "limit" || outcome == "auth" || strings.HasPrefix(outcome, "fault-") {
 		return nil
 	}
@@ -65,6 +73,13 @@ func (h *requestLog) Handle(_ context.Context, r slog.Record) error {
 
 func (h *requestLog) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *requestLog) WithGroup(string) slog.Handler      { return h }
+
+// count returns how many requests the simulator logged for a dataset.
+func (h *requestLog) count(id string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[id]
+}
 
 // answered returns when the simulator last answered a dataset.
 func (h *requestLog) answered(id string) (time.Time, bool) {

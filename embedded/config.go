@@ -41,6 +41,14 @@ func defaultDynamicConfig() map[string]any {
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key().String(): 100,
 		// A dev server needs no 128k-entry mutable state cache.
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key().String(): 8192,
+		// Worker Deployments (docs/deploy.md): Sluice's workers poll as a
+		// deployment version, its singletons are pinned, and a pinned run
+		// hears that the current version changed (the flag it continues
+		// as new on). The server's defaults say the same; set here so that
+		// a change of default cannot silently pin singletons for good.
+		dynamicconfig.EnableDeploymentVersions.Key().String():                   true,
+		dynamicconfig.FrontendEnableWorkerVersioningWorkflowAPIs.Key().String(): true,
+		dynamicconfig.EnableSendTargetVersionChanged.Key().String():             true,
 	}
 }
 

@@ -107,6 +107,27 @@ func TestDynamicConfigOverrides(t *testing.T) {
 	}
 }
 
+// TestDynamicConfigEnablesWorkerVersioning: the embedded server turns on
+// what Sluice's deploys rely on (docs/deploy.md) explicitly, whatever the
+// server's defaults become.
+func TestDynamicConfigEnablesWorkerVersioning(t *testing.T) {
+	dc := dynamicConfigClient(nil)
+	for _, k := range []string{"system.enableDeploymentVersions", "frontend.workerVersioningWorkflowAPIs", "system.enableSendTargetVersionChanged"} {
+		found := false
+		for key, v := range dc {
+			if key.String() == strings.ToLower(k) {
+				found = true
+				if v != true {
+					t.Errorf("%s = %v, want true", k, v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s is not set", k)
+		}
+	}
+}
+
 func TestFreePortIsBindable(t *testing.T) {
 	p, err := freePort("127.0.0.1")
 	if err != nil {

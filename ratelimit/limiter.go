@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicehq/sluice/internal/deployment"
 )
 
 // limiterUpdatesPerRun bounds a limiter run's history: after this many
@@ -154,7 +156,7 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 		return err
 	}
 	err = workflow.Await(ctx, func() bool {
-		return !s.recovering && (handled >= limiterUpdatesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested())
+		return !s.recovering && (handled >= limiterUpdatesPerRun || deployment.Suggested(ctx))
 	})
 	if err != nil {
 		if !temporal.IsCanceledError(err) {
@@ -168,7 +170,7 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	return workflow.NewContinueAsNewError(ctx, WorkflowName, s.input())
+	return deployment.ContinueAsNew(ctx, WorkflowName, s.input())
 }
 
 // priorityChange is the workflow.GetVersion change id of RulesPriority.

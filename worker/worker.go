@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/internal/deployment"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/tokenkeeper"
@@ -66,6 +67,40 @@ type Options struct {
 	MaxConcurrentActivities int
 	// MetricsAddr serves /metrics when not empty, e.g. 127.0.0.1:9464.
 	MetricsAddr string
+	// BuildID is the Worker Deployment version this process polls as, in
+	// the deployment deployment.Name(TaskQueue); "" means
+	// deployment.BuildID(), the binary's own.
+	BuildID string
+	// Promote says when Start makes this build the deployment's current
+	// version: PromoteIfNone (the zero value) when the deployment has no
+	// current version yet — the first worker of a new deployment, the
+	// first versioned deploy — PromoteNever to leave it to the operator
+	// (`sluice deploy promote`), PromoteAlways to take over as it starts
+	// (automation that starts it next to the old build, whose workers the
+	// runs pinned to it still need until they have moved).
+	Promote Promote
+}
+
+// Promote says when a starting worker makes its build the current version
+// of its deployment.
+type Promote string
+
+// The Promote values.
+const (
+	PromoteIfNone Promote = ""
+	PromoteNever  Promote = "never"
+	PromoteAlways Promote = "always"
+)
+
+// ParsePromote parses the --promote flag: if-none (or ""), never, always.
+func ParsePromote(s string) (Promote, error) {
+	switch s {
+	case "", "if-none":
+		return PromoteIfNone, nil
+	case string(PromoteNever), string(PromoteAlways):
+		return Promote(s), nil
+	}
+	return "", fmt.Errorf("promote %q: want if-none, never or always", s)
 }
 
 // Worker is a running Sluice worker.
@@ -78,25 +113,46 @@ type Worker struct {
 	acts       *activities.Activities
 	metricsSrv *http.Server
 	metricsLn  net.Listener
+	version    sdkworker.WorkerDeploymentVersion
 }
 
 // Register registers Sluice's workflows and activities on w.
+//
+// The long-lived singletons — scope limiters, watches, backfill parents —
+// are pinned (workflow.VersioningBehaviorPinned) on a versioned worker:
+// one run is served by the build that started it only, and moves to the
+// deployment's current version when it continues as new
+// (deployment.ContinueAsNew). The others — daily ingests, refetches, a
+// backfill's dataset workflows, the events workflow — take the worker's
+// default, DefaultVersioningBehavior (auto-upgrade): they are bounded
+// runs whose every workflow-visible change is versioned with GetVersion,
+// so that a deploy that stops the old workers mid-run does not strand them
+// (see docs/deploy.md). On an unversioned worker (a replayer, a test
+// environment) the behaviours are ignored.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
+	pinned := workflow.VersioningBehaviorPinned
 	w.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
 	w.RegisterWorkflowWithOptions(workflows.Refetch, workflow.RegisterOptions{Name: workflows.RefetchName})
-	w.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName})
+	w.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName, VersioningBehavior: pinned})
 	w.RegisterWorkflowWithOptions(workflows.BackfillDataset, workflow.RegisterOptions{Name: workflows.BackfillDatasetName})
-	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
+	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName, VersioningBehavior: pinned})
 	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName})
+	w.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName, VersioningBehavior: pinned})
 	w.RegisterActivity(acts)
 }
 
 // RegisterTokenKeeper registers the token-keeper workflow on w, a worker
-// on tokenkeeper.TaskQueue whose client seals payloads.
+// on tokenkeeper.TaskQueue whose client seals payloads. Token keepers are
+// pinned singletons, as Register's limiters are.
 func RegisterTokenKeeper(w sdkworker.Registry) {
-	w.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.TokenKeeper, workflow.RegisterOptions{Name: tokenkeeper.WorkflowName,
+		VersioningBehavior: workflow.VersioningBehaviorPinned})
 }
+
+// DefaultVersioningBehavior is the versioning behaviour of the workflows
+// Register does not pin: auto-upgrade, to the current version at their
+// next workflow task.
+const DefaultVersioningBehavior = workflow.VersioningBehaviorAutoUpgrade
 
 // Start builds and starts a worker; Stop it when done.
 func Start(opts Options) (*Worker, error) {
@@ -148,11 +204,19 @@ func Start(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
 	}
+	if opts.BuildID == "" {
+		if opts.BuildID, err = deployment.BuildID(); err != nil {
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+	}
+	version := sdkworker.WorkerDeploymentVersion{DeploymentName: deployment.Name(opts.TaskQueue), BuildID: opts.BuildID}
+	deploymentOptions := sdkworker.DeploymentOptions{UseVersioning: true, Version: version, DefaultVersioningBehavior: DefaultVersioningBehavior}
 	w := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
+		DeploymentOptions:                  deploymentOptions,
 	})
 	Register(w, acts)
-	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts}
+	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts, version: version}
 	if opts.MetricsAddr != "" {
 		ln, err := net.Listen("tcp", opts.MetricsAddr)
 		if err != nil {
@@ -163,7 +227,7 @@ func Start(opts Options) (*Worker, error) {
 		go func() { _ = out.metricsSrv.Serve(ln) }()
 	}
 	if opts.TokenKeeper != nil {
-		out.keeper = sdkworker.New(opts.TokenKeeper, tokenkeeper.TaskQueue(opts.TaskQueue), sdkworker.Options{})
+		out.keeper = sdkworker.New(opts.TokenKeeper, tokenkeeper.TaskQueue(opts.TaskQueue), sdkworker.Options{DeploymentOptions: deploymentOptions})
 		RegisterTokenKeeper(out.keeper)
 		if err := out.keeper.Start(); err != nil {
 			out.stopMetrics()
@@ -176,6 +240,22 @@ func Start(opts Options) (*Worker, error) {
 		}
 		out.stopMetrics()
 		return nil, fmt.Errorf("starting worker on task queue %s: %w", opts.TaskQueue, err)
+	}
+	if opts.Promote != PromoteNever {
+		pctx, pcancel := context.WithTimeout(context.Background(), promoteTimeout)
+		current, promoted, err := promote(pctx, opts.Client, version, opts.Promote == PromoteAlways)
+		pcancel()
+		if err != nil {
+			out.Stop()
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+		switch {
+		case promoted:
+			opts.Logger.Info("made this build the current version", "deployment", version.DeploymentName, "build_id", version.BuildID)
+		case current != version.BuildID:
+			opts.Logger.Warn("this build is not the deployment's current version: it takes no new work until promoted (sluice deploy promote, docs/deploy.md)",
+				"deployment", version.DeploymentName, "build_id", version.BuildID, "current", current)
+		}
 	}
 	// Start the scope limiters now rather than on the first call; a
 	// failure here is not fatal (the first acquire starts them anyway).
@@ -194,6 +274,9 @@ func (w *Worker) MetricsAddr() string {
 	}
 	return w.metricsLn.Addr().String()
 }
+
+// Version is the Worker Deployment version the worker polls as.
+func (w *Worker) Version() sdkworker.WorkerDeploymentVersion { return w.version }
 
 // Metrics returns the worker's metrics.
 func (w *Worker) Metrics() *metrics.Metrics { return w.metrics }

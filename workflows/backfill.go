@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/internal/deployment"
 )
 
 // BackfillName is the registered name of the backfill workflow; its
@@ -318,7 +319,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 		if c.Next >= len(c.Datasets) && len(run) == 0 && starting == 0 {
 			break
 		}
-		if progressed && (budget >= historyBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
+		if progressed && (budget >= historyBudget || deployment.Suggested(ctx) ||
 			workflow.GetInfo(ctx).GetCurrentHistoryLength() >= historyLimit) {
 			if starting == 0 {
 				// Handle the signals that came meanwhile, then go on as
@@ -330,7 +331,7 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 					}
 					c.MaxEstimated = max(c.MaxEstimated, budget+eventsActivity)
 					in.Carry = c
-					return progress(), workflow.NewContinueAsNewError(ctx, BackfillName, in)
+					return progress(), deployment.ContinueAsNew(ctx, BackfillName, in)
 				}
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicehq/sluice/internal/deployment"
 	"github.com/sluicehq/sluice/tokenkeeper"
 )
 
@@ -103,12 +104,12 @@ func TokenKeeper(ctx workflow.Context, in tokenkeeper.KeeperInput) error {
 		return err
 	}
 	if err := workflow.Await(ctx, func() bool {
-		return handled >= keeperUpdatesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		return handled >= keeperUpdatesPerRun || deployment.Suggested(ctx)
 	}); err != nil {
 		return err
 	}
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	return workflow.NewContinueAsNewError(ctx, TokenKeeper, tokenkeeper.KeeperInput{Key: in.Key, State: st})
+	return deployment.ContinueAsNew(ctx, TokenKeeper, tokenkeeper.KeeperInput{Key: in.Key, State: st})
 }

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/internal/deployment"
 )
 
 // WatchName is the registered name of the watch workflow.
@@ -180,9 +181,14 @@ func Watch(ctx workflow.Context, in WatchInput) (WatchResult, error) {
 		return r, false, "", nil
 	}
 
-	for st.RunProbes < per && !workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-		if err := sleepUntil(ctx, st.Next); err != nil {
+	for st.RunProbes < per && !deployment.Suggested(ctx) {
+		// A new current version wakes the wait: the loop's test ends
+		// the run, which goes on as new on that version.
+		if err := sleepUntilMoved(ctx, st.Next); err != nil {
 			return res, err
+		}
+		if deployment.TargetChanged(ctx) {
+			break
 		}
 		slot := st.Next
 		r, ok, stop, err := probe(false)
@@ -210,7 +216,7 @@ func Watch(ctx workflow.Context, in WatchInput) (WatchResult, error) {
 		}
 		st.ConfirmAt = time.Time{}
 	}
-	return res, workflow.NewContinueAsNewError(ctx, Watch, WatchInput{
+	return res, deployment.ContinueAsNew(ctx, Watch, WatchInput{
 		Dataset: in.Dataset, ProbesPerRun: in.ProbesPerRun,
 		Next: st.Next, Interval: st.Interval, Probes: st.Probes, Runs: st.Run, Last: st.Last,
 	})
@@ -229,6 +235,20 @@ func nextSlot(slot time.Time, interval time.Duration, now time.Time) time.Time {
 		next = slot.Add(k * interval)
 	}
 	return next
+}
+
+// sleepUntilMoved is sleepUntil that also returns, early, on the first
+// workflow task that tells this pinned run a new current version waits
+// (deployment.TargetChanged: a run with nothing to do gets that task from
+// worker.Drain). Its timer is the one sleepUntil starts, and on a history
+// recorded without a version change the condition never holds, so a
+// replay sees the same commands.
+func sleepUntilMoved(ctx workflow.Context, t time.Time) error {
+	if d := t.Sub(workflow.Now(ctx)); d > 0 {
+		_, err := workflow.AwaitWithTimeout(ctx, d, func() bool { return deployment.TargetChanged(ctx) })
+		return err
+	}
+	return nil
 }
 
 // sleepUntil sleeps on a durable timer until t (not at all when t has

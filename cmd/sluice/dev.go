@@ -29,6 +29,11 @@ import (
 
 func init() { register(newDevCmd) }
 
+// devBuildID is the build id `sluice dev` polls as unless --build-id says
+// otherwise: the same across rebuilds, as the dev worker is never deployed
+// next to an older one.
+const devBuildID = "dev"
+
 // devFlags are sluice dev's flags.
 type devFlags struct {
 	rf                                                        runtimeFlags
@@ -278,6 +283,12 @@ func (f *devFlags) startWorker(ctx context.Context, s *devStack, log *slog.Logge
 	s.onClose(func() { _ = ws.Close() })
 	wopts := rf.workerOptions(s.reg, s.tc, workflows.TaskQueue, s.lake, log)
 	wopts.Watch = ws
+	if wopts.BuildID == "" {
+		// One process is the whole deployment, and a rebuilt binary
+		// replaces it: it polls as build "dev" every time, so that the runs
+		// pinned by the last one are its own (docs/deploy.md).
+		wopts.BuildID = devBuildID
+	}
 	if f.real && !rf.simCredentials {
 		wopts.Credentials = connector.EnvCredentials
 	}

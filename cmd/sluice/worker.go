@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/internal/deployment"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
@@ -40,6 +42,10 @@ type runtimeFlags struct {
 	// them; nil: the file store.
 	keeper  client.Client
 	watchDB watchDBFlag
+	// buildID and promote place the worker in its task queue's Worker
+	// Deployment (docs/deploy.md).
+	buildID string
+	promote string
 }
 
 // defaultMetricsAddr is where /metrics is served unless --metrics-addr
@@ -60,6 +66,8 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet) {
 	tokenStoreFlag(fs, &r.tokenStore)
 	r.keys.bind(fs)
 	r.watchDB.bind(fs)
+	stringFlag(fs, &r.buildID, "build-id", deployment.BuildIDEnv, "", "the Worker Deployment build id this worker polls as (empty: the binary's git revision, or a hash of the binary; \"dev\" in sluice dev); see docs/deploy.md")
+	stringFlag(fs, &r.promote, "promote", "SLUICE_PROMOTE", "if-none", "make this build the deployment's current version at start: if-none (only when there is no current version), never (sluice deploy promote does it), always")
 }
 
 // validate refuses flag values no worker can run with: a rate scale that
@@ -79,6 +87,12 @@ func (r *runtimeFlags) validate() error {
 	if r.maxQuotaWait < 0 {
 		return fmt.Errorf("--max-quota-wait %v (env SLUICE_MAX_QUOTA_WAIT): must not be negative", r.maxQuotaWait)
 	}
+	if _, err := worker.ParsePromote(r.promote); err != nil {
+		return fmt.Errorf("--promote (env SLUICE_PROMOTE): %w", err)
+	}
+	if strings.ContainsAny(r.buildID, ".:/ \t") {
+		return fmt.Errorf("--build-id %q (env %s): must not hold '.', ':', '/' or spaces", r.buildID, deployment.BuildIDEnv)
+	}
 	return nil
 }
 
@@ -96,7 +110,9 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 		Client: tc, TaskQueue: taskQueue, Config: activities.Config{Registry: reg, Sink: lake, RateScale: r.rateScale, Logger: log},
 		Tolerance: r.tolerance, MaxQuotaWait: r.maxQuotaWait,
 		MaxConcurrentActivities: r.maxActivities, MetricsAddr: r.metricsAddr,
+		BuildID: r.buildID,
 	}
+	opts.Promote, _ = worker.ParsePromote(r.promote) // checked by validate
 	if r.baseURL != "" {
 		opts.BaseURLs = map[string]string{"*": r.baseURL}
 	}
@@ -180,6 +196,7 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			}
 			defer w.Stop()
 			log.Info("worker started", "temporal", tf.addr, "namespace", tf.namespace, "task_queue", tf.taskQueue, "metrics", w.MetricsAddr(),
+				"deployment", w.Version().DeploymentName, "build_id", w.Version().BuildID,
 				"datasets", len(reg.Datasets), "kis_tokens", rf.tokenStoreInUse())
 			<-cmd.Context().Done()
 			log.Info("stopping worker")

@@ -27,6 +27,8 @@ func TestWorkerRefusesBadRateScale(t *testing.T) {
 			{[]string{"--rate-scale", "0"}, []string{"--rate-scale 0", "positive"}},
 			{[]string{"--rate-scale", "-2"}, []string{"--rate-scale -2", "positive"}},
 			{[]string{"--max-quota-wait", "-1h"}, []string{"--max-quota-wait -1h0m0s", "negative"}},
+			{[]string{"--promote", "sometimes"}, []string{"--promote", "SLUICE_PROMOTE", "if-none, never or always"}},
+			{[]string{"--build-id", "v1.2"}, []string{"--build-id \"v1.2\"", "SLUICE_BUILD_ID"}},
 		} {
 			cmd := newCmd()
 			cmd.SetOut(io.Discard)
