@@ -933,17 +933,31 @@ func fmtSeconds(d time.Duration) string {
 }
 
 func fmtDuration(d time.Duration) string {
+	w, ok := WindowWord(d)
+	switch {
+	case !ok:
+		return w
+	case d == time.Hour:
+		return "an " + w
+	}
+	return "a " + w
+}
+
+// WindowWord names a rate window's length as its unit — "second",
+// "minute", "hour" or "day" — and says whether it is one; any other
+// length is spelled as a duration ("90s").
+func WindowWord(d time.Duration) (string, bool) {
 	switch d {
 	case time.Second:
-		return "a second"
+		return "second", true
 	case time.Minute:
-		return "a minute"
+		return "minute", true
 	case time.Hour:
-		return "an hour"
+		return "hour", true
 	case 24 * time.Hour:
-		return "a day"
+		return "day", true
 	}
-	return d.String()
+	return d.String(), false
 }
 
 func posOf(p *Probe) Pos {

@@ -387,26 +387,12 @@ func describeEffective(rl *registry.RateLimit) string {
 	}
 	var parts []string
 	for _, w := range rl.Windows {
-		parts = append(parts, fmt.Sprintf("%d per %s", w.Count, lengthWord(w.Length)))
+		parts = append(parts, fmt.Sprintf("%d per %s", w.Count, windowWord(w.Length)))
 	}
 	if rl.MinInterval > 0 {
 		parts = append(parts, "interval "+rl.MinInterval.String())
 	}
 	return strings.Join(parts, ", ")
-}
-
-func lengthWord(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "second"
-	case time.Minute:
-		return "minute"
-	case time.Hour:
-		return "hour"
-	case 24 * time.Hour:
-		return "day"
-	}
-	return d.String()
 }
 
 func thousands(n int) string {
@@ -533,4 +519,10 @@ func (s *Server) coveragePage(w http.ResponseWriter, r *http.Request) {
 		v.Rows = append(v.Rows, row)
 	}
 	s.render(w, r, "coverage", s.operatorPage(r, "Coverage of "+ds.ID, v))
+}
+
+// windowWord is registry.WindowWord's word alone.
+func windowWord(d time.Duration) string {
+	w, _ := registry.WindowWord(d)
+	return w
 }

@@ -100,13 +100,16 @@ func newDeployStatusCmd() *cobra.Command {
 	return cmd
 }
 
+// drainageWords names a version's drainage status; any other is "-".
+var drainageWords = map[client.WorkerDeploymentVersionDrainageStatus]string{
+	client.WorkerDeploymentVersionDrainageStatusDraining: "draining",
+	client.WorkerDeploymentVersionDrainageStatusDrained:  "drained",
+}
+
 // drainage names a version's drainage status.
 func drainage(s client.WorkerDeploymentVersionDrainageStatus) string {
-	switch s {
-	case client.WorkerDeploymentVersionDrainageStatusDraining:
-		return "draining"
-	case client.WorkerDeploymentVersionDrainageStatusDrained:
-		return "drained"
+	if w, ok := drainageWords[s]; ok {
+		return w
 	}
 	return "-"
 }
