@@ -18,8 +18,12 @@ STATICCHECK_VERSION := v0.8.2
 VERSITYGW_VERSION := v1.8.0
 
 # Test flags: -race everywhere; packages that embed the Temporal server get a
-# longer timeout.
-TEST_FLAGS ?= -race -count=1 -timeout 20m
+# longer timeout. -race also turns on checkptr, which checks every
+# unsafe.Pointer conversion; modernc.org's SQLite (machine-translated C,
+# under the embedded Temporal server and the watch store) makes millions,
+# and checking them was a third of those tests' CPU. Sluice's own code has
+# no unsafe, and the race detector still covers every package, these too.
+TEST_FLAGS ?= -race -count=1 -timeout 20m -gcflags=modernc.org/...=-d=checkptr=0
 
 # The slowest packages first: `go test` builds and starts packages in the
 # order given, so the long ones start at once instead of running alone at
