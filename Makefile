@@ -23,7 +23,12 @@ VERSITYGW_VERSION := v1.8.0
 # under the embedded Temporal server and the watch store) makes millions,
 # and checking them was a third of those tests' CPU. Sluice's own code has
 # no unsafe, and the race detector still covers every package, these too.
-TEST_FLAGS ?= -race -count=1 -timeout 20m -gcflags=modernc.org/...=-d=checkptr=0
+#
+# -p 3: three test binaries at once on two cores. e2e holds one slot for
+# minutes while its tests mostly wait on Temporal's timers (heartbeat
+# timeouts, retry backoff) and its workers are separate processes; with
+# -p 2 a single other package had the CPU meanwhile.
+TEST_FLAGS ?= -race -count=1 -timeout 20m -p 3 -gcflags=modernc.org/...=-d=checkptr=0
 
 # The slowest packages first: `go test` builds and starts packages in the
 # order given, so the long ones start at once instead of running alone at
