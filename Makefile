@@ -28,7 +28,11 @@ VERSITYGW_VERSION := v1.8.0
 # minutes while its tests mostly wait on Temporal's timers (heartbeat
 # timeouts, retry backoff) and its workers are separate processes; with
 # -p 2 a single other package had the CPU meanwhile.
-TEST_FLAGS ?= -race -count=1 -timeout 20m -p 3 -gcflags=modernc.org/...=-d=checkptr=0
+#
+# -ldflags=-w: test binaries without DWARF (stack traces and race reports
+# come from the symbol table, not DWARF); linking cmd/sluice's 290 MB test
+# binary took 14.8 s of CPU with DWARF, 10.6 s without.
+TEST_FLAGS ?= -race -count=1 -timeout 20m -p 3 -gcflags=modernc.org/...=-d=checkptr=0 -ldflags=-w
 
 # The slowest packages first: `go test` builds and starts packages in the
 # order given, so the long ones start at once instead of running alone at
