@@ -80,9 +80,17 @@ func TestThreeWorkers(t *testing.T) {
 // orphaned temporary files, which no reader sees.
 func TestWorkerKilled(t *testing.T) {
 	t.Parallel()
-	// data.go.kr bodies are about 30 KB: at 3 KB/s each write stays open
-	// for about 10 s.
-	slow := []simulator.Fault{{Provider: "datago", SlowBody: 3000}}
+	// data.go.kr bodies are 35 to 60 KB: at 3 KB/s each write stays open
+	// for 10 to 20 s. fsc-stock-market-index's is 450 KB: at 3 KB/s its
+	// write (and its retry when the kill hit it) kept the batch running
+	// for minutes after every other dataset was done; at 30 KB/s it stays
+	// open for about 15 s like the others.
+	slow := []simulator.Fault{
+		{Provider: "datago", Dataset: "fsc-stock-market-index", SlowBody: 30000},
+		{Provider: "datago", Dataset: "fsc-bond-market-index", SlowBody: 3000},
+		{Provider: "datago", Dataset: "fsc-derivative-market-index", SlowBody: 3000},
+		{Provider: "datago", Dataset: "visitkorea-tourism", SlowBody: 3000},
+	}
 	c := newCluster(t, clusterOptions{workers: 3, faults: slow})
 	date := logicalDate()
 	plan := planned()
