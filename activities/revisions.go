@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sluicehq/sluice/internal/heartbeat"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/watch/store"
@@ -77,6 +78,7 @@ func (a *Activities) Revisions(ctx context.Context, in RevisionsInput) (Revision
 		res.Skipped = "the dataset's connector declares no row facts"
 		return res, nil
 	}
+	defer heartbeat.Every(ctx, 5*time.Second)()
 	cur, err := a.cfg.Sink.Stat(ctx, in.Key)
 	if err != nil {
 		return res, fmt.Errorf("revisions of %s: %w", ds.ID, err)

@@ -155,8 +155,11 @@ var IngestActivityOptions = workflow.ActivityOptions{
 
 // RevisionsActivityOptions are the options of the Revisions activity that
 // follows each object a daily run lands.
+// The activity heartbeats, so a worker killed mid-comparison holds its
+// dataset for the heartbeat timeout, not the whole five minutes.
 var RevisionsActivityOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
+	HeartbeatTimeout:    30 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
 		NonRetryableErrorTypes: []string{activities.ErrTypeUnknownDataset, activities.ErrTypeBadInput},
@@ -212,7 +215,11 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 			r := DatasetResult{Dataset: item.Dataset, Provider: item.Provider}
 			var out activities.IngestResult
 			err := ingestWaitingForQuota(ctx, actCtx, activities.IngestInput{Dataset: item.Dataset, From: in.Date, LookBack: true}, &out)
-			r.record(out, err, &prog.Succeeded, &prog.NoData, &prog.Failed)
+			// The outcome counts in the progress once the dataset is done
+			// (its revisions compared), with Done: a query never sees more
+			// datasets succeeded than done.
+			var succeeded, noData, failed int
+			r.record(out, err, &succeeded, &noData, &failed)
 			if compare && err == nil && out.Key != "" && !out.Skipped && !out.NoData {
 				var rev activities.RevisionsResult
 				if rerr := workflow.ExecuteActivity(revCtx, a.Revisions, activities.RevisionsInput{Dataset: item.Dataset, Key: out.Key}).Get(ctx, &rev); rerr != nil {
@@ -222,6 +229,9 @@ func DailyIngest(ctx workflow.Context, in DailyIngestInput) (DailyIngestResult, 
 				}
 			}
 			prog.Done++
+			prog.Succeeded += succeeded
+			prog.NoData += noData
+			prog.Failed += failed
 			r.Finished = workflow.Now(ctx)
 			res.Results[i] = r
 		})

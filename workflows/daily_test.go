@@ -255,3 +255,66 @@ func TestDailyIngestRevisionsNeverFailADataset(t *testing.T) {
 		t.Errorf("compared %v, want only the landed object k10", compared)
 	}
 }
+
+// TestDailyIngestProgressCountsDoneDatasets: while a landed object's
+// revisions are still being compared, the progress query counts the
+// dataset neither done nor succeeded; every dataset counted succeeded,
+// no data or failed is done (it once said 193 succeeded of 192 done).
+func TestDailyIngestProgressCountsDoneDatasets(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.DailyIngest, workflow.RegisterOptions{Name: workflows.DailyIngestName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	env.OnActivity(a.Plan, mock.Anything, activities.PlanInput{}).Return([]activities.PlanItem{
+		{Dataset: "fred-dgs10", Provider: "fred"}, {Dataset: "ecos-m", Provider: "ecos"},
+	}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "fred-dgs10", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
+		Dataset: "fred-dgs10", Provider: "fred", Key: "k10", Attempt: 1}, nil)
+	env.OnActivity(a.Ingest, mock.Anything, activities.IngestInput{Dataset: "ecos-m", From: "2026-11-27", LookBack: true}).Return(activities.IngestResult{
+		Dataset: "ecos-m", Provider: "ecos", NoData: true, Attempt: 1}, nil)
+	env.OnActivity(a.Revisions, mock.Anything, mock.Anything).After(time.Hour).Return(activities.RevisionsResult{Revisions: 1}, nil)
+	var mid workflows.Progress
+	queried := false
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.ProgressQuery)
+		if err != nil {
+			t.Errorf("querying progress: %v", err)
+			return
+		}
+		if err := v.Get(&mid); err != nil {
+			t.Errorf("decoding progress: %v", err)
+			return
+		}
+		queried = true
+	}, 30*time.Minute)
+	env.ExecuteWorkflow(workflows.DailyIngestName, workflows.DailyIngestInput{Date: "2026-11-27"})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: completed %v, err %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	if !queried {
+		t.Fatal("the progress query never ran")
+	}
+	want := workflows.Progress{Total: 2, Done: 1, NoData: 1}
+	if mid != want {
+		t.Errorf("progress while fred-dgs10's revisions are compared = %+v, want %+v", mid, want)
+	}
+	var res workflows.DailyIngestResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Succeeded != 1 || res.NoData != 1 || res.Failed != 0 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestRevisionsActivityHeartbeats: the Revisions activity has a heartbeat
+// timeout well inside its start-to-close, so a worker killed mid-compare
+// frees its dataset within it (the activity heartbeats every 5 s).
+func TestRevisionsActivityHeartbeats(t *testing.T) {
+	o := workflows.RevisionsActivityOptions
+	if o.HeartbeatTimeout <= 0 || o.HeartbeatTimeout > o.StartToCloseTimeout/4 {
+		t.Errorf("RevisionsActivityOptions: heartbeat timeout %v, start-to-close %v; want a heartbeat timeout of at most a quarter of it",
+			o.HeartbeatTimeout, o.StartToCloseTimeout)
+	}
+}
