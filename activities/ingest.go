@@ -143,7 +143,11 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 			outcome = outcomeOf(err)
 			err = a.temporalError(ctx, err)
 		}
-		a.cfg.Lineage.Emit(run.FailEvent(time.Now(), err.Error()))
+		if ctx.Err() != nil {
+			a.cfg.Lineage.Emit(run.AbortEvent(time.Now(), err.Error()))
+		} else {
+			a.cfg.Lineage.Emit(run.FailEvent(time.Now(), err.Error()))
+		}
 		return res, err
 	}
 	if got.noData {

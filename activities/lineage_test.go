@@ -256,3 +256,21 @@ func TestEveryConnectorNamesItsEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelledIngestAborts: an ingest whose context is cancelled (the
+// workflow cancelled it, the worker is stopping) ends its run with ABORT,
+// not FAIL.
+func TestCancelledIngestAborts(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	done := lineageFile(t, st.acts, "/lake")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.acts.Ingest(ctx, IngestInput{Dataset: "fred-dgs10-paged", From: "2025-01-02", To: "2025-01-31"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ingest: %v", err)
+	}
+	evs, all := done()
+	if len(evs) != 2 || evs[0].EventType != lineage.Start || evs[1].EventType != lineage.Abort || evs[1].Run.Facets.ErrorMessage == nil {
+		t.Fatalf("events:\n%s", all)
+	}
+}

@@ -131,22 +131,6 @@ func New(opts Options) (*Emitter, error) {
 	return e, nil
 }
 
-// Describe names where events go, for the start-up log: the URL without
-// user info, query or fragment, and the file.
-func (e *Emitter) Describe() string {
-	if e == nil {
-		return "off"
-	}
-	s := e.endpoint()
-	if e.opts.File != "" {
-		if s != "" {
-			s += " and "
-		}
-		s += e.opts.File
-	}
-	return s
-}
-
 // Emit queues an event; when the queue is full, or the emitter is
 // closed, the event is dropped, logged and counted.
 func (e *Emitter) Emit(ev Event) {

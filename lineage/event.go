@@ -50,12 +50,15 @@ func Producer() string {
 // EventType is a run's transition.
 type EventType string
 
-// The transitions Sluice reports: one START and one COMPLETE or FAIL per
-// run (an attempt of an ingest activity).
+// The transitions Sluice reports: one START and one COMPLETE, FAIL or
+// ABORT per run (an attempt of an ingest activity).
 const (
 	Start    EventType = "START"
 	Complete EventType = "COMPLETE"
 	Fail     EventType = "FAIL"
+	// Abort ends a run that was cancelled (the workflow cancelled, the
+	// activity timed out, the worker stopping) rather than one that failed.
+	Abort EventType = "ABORT"
 )
 
 // Event is an OpenLineage RunEvent.
@@ -243,7 +246,16 @@ func (in Ingest) CompleteEvent(at time.Time, r Result) Event {
 // FailEvent is the run's FAIL with the error's message, redacted again
 // here of anything shaped like a credential.
 func (in Ingest) FailEvent(at time.Time, message string) Event {
-	ev := in.event(Fail, at)
+	return in.end(Fail, at, message)
+}
+
+// AbortEvent is the run's ABORT: it was cancelled, with the reason.
+func (in Ingest) AbortEvent(at time.Time, message string) Event {
+	return in.end(Abort, at, message)
+}
+
+func (in Ingest) end(t EventType, at time.Time, message string) Event {
+	ev := in.event(t, at)
 	ev.Run.Facets.ErrorMessage = &ErrorMessageFacet{BaseFacet: base(errorMessageSchema), Message: redact.Text(message), ProgrammingLanguage: "go"}
 	return ev
 }

@@ -52,6 +52,7 @@ func TestEventsFollowTheSchema(t *testing.T) {
 			RawBytes: 2048, CompressedBytes: 512, Pages: 2, SHA256: strings.Repeat("ab", 32)}),
 		"no data": in.CompleteEvent(at, lineage.Result{NoData: true}),
 		"fail":    in.FailEvent(at, "fred: transient: 503 Service Unavailable"),
+		"abort":   in.AbortEvent(at, "context canceled"),
 	}
 	for name, ev := range events {
 		if err := lineagetest.Validate(marshal(t, ev)); err != nil {
