@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
@@ -52,6 +53,16 @@ type Config struct {
 	// themselves (a KIS token issued: events.KindTokenRefreshed); nil:
 	// they are only logged by the connector.
 	Events *events.Emitter
+	// Lineage receives an OpenLineage START and a COMPLETE or FAIL for
+	// every Ingest attempt that gets as far as asking the provider (nil:
+	// none). Emitting never holds nor fails the ingest.
+	Lineage *lineage.Emitter
+	// LineageLake names the lake in lineage events' outputs
+	// (lineage.S3Lake, lineage.LocalLake).
+	LineageLake lineage.Lake
+	// LineageNamespace is the lineage events' job namespace (""
+	// lineage.DefaultNamespace).
+	LineageNamespace string
 }
 
 // Activities are the activity methods, holding their clients. Safe for

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/wire"
@@ -129,23 +130,35 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	if !plan.window.IsZero() {
 		res.WindowFrom, res.WindowTo = plan.window.From.Format(time.DateOnly), plan.window.To.Format(time.DateOnly)
 	}
+	run := a.lineageRun(ctx, ds, in, plan, conn)
+	a.cfg.Lineage.Emit(run.StartEvent(time.Now()))
 	got, err := a.fetchPages(ratelimit.Track(ctx), conn, ds, plan, maxPages)
 	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
 	if err != nil {
 		var ke keyError
 		if errors.As(err, &ke) {
 			outcome = "bad_request"
-			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("building lake key: %v", ke.err), ErrTypeBadInput, nil)
+			err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("building lake key: %v", ke.err), ErrTypeBadInput, nil)
+		} else {
+			outcome = outcomeOf(err)
+			err = a.temporalError(ctx, err)
 		}
-		outcome = outcomeOf(err)
-		return res, a.temporalError(ctx, err)
+		if ctx.Err() != nil {
+			a.cfg.Lineage.Emit(run.AbortEvent(time.Now(), err.Error()))
+		} else {
+			a.cfg.Lineage.Emit(run.FailEvent(time.Now(), err.Error()))
+		}
+		return res, err
 	}
 	if got.noData {
 		outcome = "no_data"
 		res.NoData, res.Duration = true, time.Since(start)
+		a.cfg.Lineage.Emit(run.CompleteEvent(time.Now(), lineage.Result{Pages: res.Pages, NoData: true}))
 		return res, nil
 	}
 	put := got.put
+	a.cfg.Lineage.Emit(run.CompleteEvent(time.Now(), lineage.Result{Object: put.Key, RawBytes: put.RawSize, CompressedBytes: put.CompressedSize,
+		Pages: put.Pages, SHA256: put.RawSHA256, Skipped: put.Skipped}))
 	a.cfg.Metrics.Written(ds.Provider, put.RawSize, put.CompressedSize)
 	res.Key, res.RawBytes, res.CompressedBytes, res.SHA256, res.Skipped = put.Key, put.RawSize, put.CompressedSize, put.RawSHA256, put.Skipped
 	res.Duration = time.Since(start)

@@ -242,3 +242,26 @@ func New(p *registry.Provider, opts Options) (Connector, error) {
 	}
 	return c, nil
 }
+
+// Endpointer is implemented by a connector whose calls go to a path other
+// than the dataset's request.path: Endpoint names the path a dataset's
+// calls go to under the base URL, without credentials, parameters or
+// dates — the endpoint a lineage event names as the ingest's input.
+// Without it the endpoint is the dataset's request.path.
+type Endpointer interface {
+	Endpoint(ds *registry.Dataset) string
+}
+
+// EndpointOf is the path a dataset's calls go to under the base URL
+// (Endpointer), "/" when neither the connector nor the dataset names one.
+func EndpointOf(c Connector, ds *registry.Dataset) string {
+	if e, ok := c.(Endpointer); ok {
+		if p := e.Endpoint(ds); p != "" {
+			return p
+		}
+	}
+	if ds != nil && ds.Request.Path != "" {
+		return ds.Request.Path
+	}
+	return "/"
+}

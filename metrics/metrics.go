@@ -26,6 +26,7 @@ type Metrics struct {
 	BackoffFactor *prometheus.GaugeVec     // scope
 	Events        *prometheus.CounterVec   // kind
 	Remaining     *prometheus.GaugeVec     // provider, group
+	Lineage       *prometheus.CounterVec   // outcome
 
 	groupsMu sync.Mutex
 	groups   map[string]map[string]bool // provider → groups seen
@@ -71,8 +72,12 @@ func New() *Metrics {
 			Name: "sluice_provider_remaining_requests",
 			Help: "Requests the provider says are left in its current second (UPBIT Remaining-Req sec), by provider and group, as of the last answer.",
 		}, []string{"provider", "group"}),
+		Lineage: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_lineage_events_total",
+			Help: "OpenLineage events by outcome: sent (to one destination), failed (every attempt failed, or the file could not be written) or dropped (the queue was full, or the worker stopping).",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.Calls, m.LimiterWait, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining,
+	reg.MustRegister(m.Calls, m.LimiterWait, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining, m.Lineage,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -165,4 +170,12 @@ func (m *Metrics) Event(kind string) {
 	if m != nil {
 		m.Events.WithLabelValues(kind).Inc()
 	}
+}
+
+// LineageEvent counts a lineage event's outcome (lineage.Options.Count).
+func (m *Metrics) LineageEvent(outcome string) {
+	if m == nil {
+		return
+	}
+	m.Lineage.WithLabelValues(outcome).Inc()
 }

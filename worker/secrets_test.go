@@ -30,6 +30,8 @@ import (
 	"github.com/sluicehq/sluice/connector/kis"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/lineage"
+	"github.com/sluicehq/sluice/lineage/lineagetest"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/worker"
@@ -162,18 +164,39 @@ func TestNoSecretLeavesByAnyPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
+	// Lineage events go to a file and to an endpoint that records what
+	// it receives; its API key is a secret like the others.
+	const lineageKey = "canaryLINEAGEapiKEY0123456789"
+	var lineageBodies bytes.Buffer
+	var lineageMu sync.Mutex
+	var lineageUnauthorized int
+	lineageSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		lineageMu.Lock()
+		defer lineageMu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+lineageKey {
+			lineageUnauthorized++
+		}
+		lineageBodies.Write(b)
+		lineageBodies.WriteByte('\n')
+	}))
+	t.Cleanup(lineageSrv.Close)
+	lineageFile := filepath.Join(t.TempDir(), "lineage.jsonl")
 	w, err := worker.Start(worker.Options{
 		Client: tc, Config: activities.Config{Registry: reg, Sink: lake, Logger: lg, TokenStore: tokens,
 			BaseURLs:    map[string]string{"*": front.URL},
-			Credentials: connector.MapCredentials(canaries)},
+			Credentials: connector.MapCredentials(canaries), LineageLake: lineage.LocalLake(lakeDir)},
 		// A race-built in-process server answers permit updates slowly.
 		Tolerance:   2 * time.Second,
 		MetricsAddr: "127.0.0.1:0",
+		LineageDest: lineage.Options{URL: lineageSrv.URL + "/api/v1/lineage", File: lineageFile, APIKey: lineageKey},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(w.Stop) }
+	t.Cleanup(stop)
 
 	const date = "2025-03-10"
 	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.DailyWorkflowID(date), TaskQueue: worker.DefaultTaskQueue},
@@ -299,6 +322,46 @@ func TestNoSecretLeavesByAnyPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// Lineage: the worker's Stop drains the queue; every event is valid,
+	// each attempt has its START and its end (the echoing attempts
+	// FAILed), and no secret, nor the lineage key, is in any of them.
+	stop()
+	lines := lineagetest.Lines(t, lineageFile)
+	ends := map[string]string{}
+	for _, l := range lines {
+		var ev lineage.Event
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.EventType != lineage.Start {
+			ends[ev.Run.RunID] = string(ev.EventType)
+		}
+	}
+	var fails int
+	for _, e := range ends {
+		if e == string(lineage.Fail) {
+			fails++
+		}
+	}
+	if len(lines) != 2*len(ends) || fails < 4 {
+		t.Errorf("%d lineage events, %d runs ended, %d failed; want a START and an end per run, the echoed attempts failed", len(lines), len(ends), fails)
+	}
+	lineageMu.Lock()
+	sent := lineageBodies.String()
+	unauthorized := lineageUnauthorized
+	lineageMu.Unlock()
+	if strings.Count(sent, "\n") != len(lines) || unauthorized != 0 {
+		t.Errorf("the lineage endpoint received %d events (%d without the key); the file holds %d", strings.Count(sent, "\n"), unauthorized, len(lines))
+	}
+	fileBytes, err := os.ReadFile(lineageFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := append(append([]string{}, secrets...), lineageKey)
+	assertNoSecret(t, "lineage file", string(fileBytes), withKey)
+	assertNoSecret(t, "lineage endpoint", sent, withKey)
+	assertNoSecret(t, "logs after stopping", logs.String(), withKey)
 }
 
 // issuedTokens returns the KIS token the store holds for the canary app

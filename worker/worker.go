@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/internal/deployment"
+	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/tokenkeeper"
@@ -79,7 +80,16 @@ type Options struct {
 	// (automation that starts it next to the old build, whose workers the
 	// runs pinned to it still need until they have moved).
 	Promote Promote
+	// LineageDest says where the ingests' OpenLineage events go (an HTTP
+	// endpoint, a JSON-lines file, or both; neither: no events): Start
+	// makes the emitter, logging with Logger and counting outcomes in the
+	// worker's metrics, and Stop drains it for up to LineageDrain. Unused
+	// when Config.Lineage is set.
+	LineageDest lineage.Options
 }
+
+// LineageDrain bounds how long Stop waits for queued lineage events.
+const LineageDrain = 10 * time.Second
 
 // Promote says when a starting worker makes its build the current version
 // of its deployment.
@@ -114,6 +124,7 @@ type Worker struct {
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	version    sdkworker.WorkerDeploymentVersion
+	lineage    *lineage.Emitter // made by Start, closed by Stop; nil: none
 }
 
 // Register registers Sluice's workflows and activities on w.
@@ -200,6 +211,26 @@ func Start(opts Options) (*Worker, error) {
 	}
 	acfg := opts.Config
 	acfg.Gate, acfg.Metrics, acfg.Events = gate, m, emitter
+	var ownLineage *lineage.Emitter
+	if acfg.Lineage == nil {
+		dest := opts.LineageDest
+		if dest.Logger == nil {
+			dest.Logger = opts.Logger
+		}
+		dest.Count = m.LineageEvent
+		if ownLineage, err = lineage.New(dest); err != nil {
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+		acfg.Lineage = ownLineage
+	}
+	started := false
+	defer func() {
+		if !started {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // nothing was emitted: close at once
+			_ = ownLineage.Close(ctx)
+		}
+	}()
 	acts, err := activities.New(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
@@ -216,7 +247,7 @@ func Start(opts Options) (*Worker, error) {
 		DeploymentOptions:                  deploymentOptions,
 	})
 	Register(w, acts)
-	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts, version: version}
+	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts, version: version, lineage: ownLineage}
 	if opts.MetricsAddr != "" {
 		ln, err := net.Listen("tcp", opts.MetricsAddr)
 		if err != nil {
@@ -264,6 +295,7 @@ func Start(opts Options) (*Worker, error) {
 	if err := gate.Warm(ctx); err != nil {
 		opts.Logger.Warn("warming scope limiters", "err", err)
 	}
+	started = true
 	return out, nil
 }
 
@@ -297,6 +329,9 @@ func (w *Worker) Stop() {
 	if w.keeper != nil {
 		w.keeper.Stop()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), LineageDrain)
+	defer cancel()
+	_ = w.lineage.Close(ctx) // what is left is dropped and counted
 	w.stopMetrics()
 }
 

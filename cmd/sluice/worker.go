@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/internal/deployment"
+	"github.com/sluicehq/sluice/internal/redact"
+	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
@@ -46,7 +50,17 @@ type runtimeFlags struct {
 	// Deployment (docs/deploy.md).
 	buildID string
 	promote string
+	// lineageURL, lineageFile and lineageKeyFile say where the ingests'
+	// OpenLineage events go (docs/lineage.md); lineageDest is what they
+	// resolve to, with the API key, once validate has read it.
+	lineageURL, lineageFile, lineageKeyFile, lineageNamespace string
+	lineageDest                                               lineage.Options
 }
+
+// envLineageAPIKey holds the lineage endpoint's API key itself; the flag
+// --lineage-api-key-file (SLUICE_LINEAGE_API_KEY_FILE) names a file
+// holding it.
+const envLineageAPIKey = "SLUICE_LINEAGE_API_KEY"
 
 // defaultMetricsAddr is where /metrics is served unless --metrics-addr
 // says otherwise: loopback, as the metrics are not for everyone who can
@@ -68,6 +82,11 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet) {
 	r.watchDB.bind(fs)
 	stringFlag(fs, &r.buildID, "build-id", deployment.BuildIDEnv, "", "the Worker Deployment build id this worker polls as (empty: the binary's git revision, or a hash of the binary; \"dev\" in sluice dev); see docs/deploy.md")
 	stringFlag(fs, &r.promote, "promote", "SLUICE_PROMOTE", "if-none", "make this build the deployment's current version at start: if-none (only when there is no current version), never (sluice deploy promote does it), always")
+	stringFlag(fs, &r.lineageURL, "lineage-url", "SLUICE_LINEAGE_URL", "", "POST every ingest's OpenLineage events to this HTTP endpoint, e.g. Marquez's http://marquez:5000/api/v1/lineage (empty: none)")
+	stringFlag(fs, &r.lineageFile, "lineage-file", "SLUICE_LINEAGE_FILE", "", "append every ingest's OpenLineage events to this JSON-lines file, a relative path under --data-dir (empty: none)")
+	stringFlag(fs, &r.lineageKeyFile, "lineage-api-key-file", envLineageAPIKey+"_FILE", "", "file holding the API key sent to --lineage-url as a bearer token (or the key in "+envLineageAPIKey+")")
+	annotateSecret(fs, "lineage-api-key-file", envLineageAPIKey)
+	stringFlag(fs, &r.lineageNamespace, "lineage-namespace", "SLUICE_LINEAGE_NAMESPACE", lineage.DefaultNamespace, "the OpenLineage job namespace of the ingests' events")
 }
 
 // validate refuses flag values no worker can run with: a rate scale that
@@ -93,7 +112,47 @@ func (r *runtimeFlags) validate() error {
 	if strings.ContainsAny(r.buildID, ".:/ \t") {
 		return fmt.Errorf("--build-id %q (env %s): must not hold '.', ':', '/' or spaces", r.buildID, deployment.BuildIDEnv)
 	}
+	return r.resolveLineage()
+}
+
+// resolveLineage checks the lineage flags and reads the API key into
+// lineageDest: a URL that is not http(s) is refused by name (redacted of
+// any credential it carries), a relative --lineage-file is taken under
+// --data-dir, and a key without a URL to send it to is refused.
+func (r *runtimeFlags) resolveLineage() error {
+	key, _, err := material("lineage-api-key-file", r.lineageKeyFile, envLineageAPIKey)
+	if err != nil {
+		return err
+	}
+	d := lineage.Options{URL: r.lineageURL, File: r.lineageFile, APIKey: strings.TrimSpace(string(key))}
+	if d.URL != "" {
+		if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--lineage-url %q (env SLUICE_LINEAGE_URL): want an http or https URL", redact.URL(d.URL))
+		}
+	} else if d.APIKey != "" {
+		return fmt.Errorf("a lineage API key is set (--lineage-api-key-file or %s) but --lineage-url (env SLUICE_LINEAGE_URL) is not", envLineageAPIKey)
+	}
+	if d.File != "" && !filepath.IsAbs(d.File) {
+		d.File = filepath.Join(r.lake.dataDir.root(), d.File)
+	}
+	if strings.TrimSpace(r.lineageNamespace) == "" {
+		return fmt.Errorf("--lineage-namespace %q (env SLUICE_LINEAGE_NAMESPACE): must not be empty", r.lineageNamespace)
+	}
+	r.lineageDest = d
 	return nil
+}
+
+// lineageLake names the lake in lineage events: the bucket, or the local
+// lake's absolute path.
+func (r *runtimeFlags) lineageLake() lineage.Lake {
+	if r.lake.cfg.S3Bucket != "" {
+		return lineage.S3Lake(r.lake.cfg.S3Bucket)
+	}
+	dir := r.lake.dataDir.lake()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return lineage.LocalLake(dir)
 }
 
 func (r *runtimeFlags) logger() (*slog.Logger, error) {
@@ -110,8 +169,9 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 		Client: tc, TaskQueue: taskQueue, Config: activities.Config{Registry: reg, Sink: lake, RateScale: r.rateScale, Logger: log},
 		Tolerance: r.tolerance, MaxQuotaWait: r.maxQuotaWait,
 		MaxConcurrentActivities: r.maxActivities, MetricsAddr: r.metricsAddr,
-		BuildID: r.buildID,
+		BuildID: r.buildID, LineageDest: r.lineageDest,
 	}
+	opts.LineageLake, opts.LineageNamespace = r.lineageLake(), r.lineageNamespace
 	opts.Promote, _ = worker.ParsePromote(r.promote) // checked by validate
 	if r.baseURL != "" {
 		opts.BaseURLs = map[string]string{"*": r.baseURL}
@@ -129,6 +189,23 @@ func (r *runtimeFlags) workerOptions(reg *registry.Registry, tc client.Client, t
 		opts.TokenStore = store
 	}
 	return opts
+}
+
+// lineageInUse names where lineage events go, for the start-up log: the
+// endpoint without its query, and the file.
+func (r *runtimeFlags) lineageInUse() string {
+	var to []string
+	if r.lineageDest.URL != "" {
+		in := lineage.Endpoint(r.lineageDest.URL, "")
+		to = append(to, in.Namespace+in.Name)
+	}
+	if r.lineageDest.File != "" {
+		to = append(to, r.lineageDest.File)
+	}
+	if len(to) == 0 {
+		return "off"
+	}
+	return strings.Join(to, " and ")
 }
 
 // tokenStoreInUse names where KIS tokens are kept, for the start-up log.
@@ -197,7 +274,7 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			defer w.Stop()
 			log.Info("worker started", "temporal", tf.addr, "namespace", tf.namespace, "task_queue", tf.taskQueue, "metrics", w.MetricsAddr(),
 				"deployment", w.Version().DeploymentName, "build_id", w.Version().BuildID,
-				"datasets", len(reg.Datasets), "kis_tokens", rf.tokenStoreInUse())
+				"datasets", len(reg.Datasets), "kis_tokens", rf.tokenStoreInUse(), "lineage", rf.lineageInUse())
 			<-cmd.Context().Done()
 			log.Info("stopping worker")
 			return nil

@@ -150,3 +150,7 @@ func FormatDate(cycle string, d time.Time) (string, error) {
 	}
 	return "", fmt.Errorf("unknown ECOS cycle %q (expected A, S, Q, M, SM or D)", cycle)
 }
+
+// Endpoint is the service's path: the key, the rows and the statistic
+// that follow it in a call's path are the call's, not the endpoint's.
+func (c *Connector) Endpoint(*registry.Dataset) string { return "/api/" + Service }

@@ -80,3 +80,6 @@ func plan(b *connector.Base, call connector.Call, req connector.Request) (connec
 	return connector.Plan{Exchange: connector.Exchange{Call: call, URL: b.URL(ObservationsPath, connector.EncodeQuery(q)),
 		Format: format, Classify: func(h connector.Head) connector.Verdict { return Classify(h, offset+limit) }}}, nil
 }
+
+// Endpoint is the observations endpoint every dataset asks.
+func (c *Connector) Endpoint(*registry.Dataset) string { return ObservationsPath }

@@ -165,3 +165,11 @@ func sign(b *connector.Base, q []registry.Param) (string, error) {
 	// every call.
 	return "Bearer " + tok, nil
 }
+
+// Endpoint is the dataset's request.path, DaysPath by default.
+func (c *Connector) Endpoint(ds *registry.Dataset) string {
+	if ds != nil && ds.Request.Path != "" {
+		return ds.Request.Path
+	}
+	return DaysPath
+}

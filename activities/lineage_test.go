@@ -1,0 +1,276 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/lineage"
+	"github.com/sluicehq/sluice/lineage/lineagetest"
+	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// lineageFile gives the stack's activities an emitter appending to a file
+// and returns a function that closes it and returns the events, each
+// checked against the OpenLineage schema.
+func lineageFile(t *testing.T, acts *Activities, lake string) func() ([]lineage.Event, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lineage.jsonl")
+	e, err := lineage.New(lineage.Options{File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts.cfg.Lineage, acts.cfg.LineageLake = e, lineage.LocalLake(lake)
+	return func() ([]lineage.Event, []byte) {
+		t.Helper()
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var evs []lineage.Event
+		var all []byte
+		for _, l := range lineagetest.Lines(t, path) {
+			var ev lineage.Event
+			if err := json.Unmarshal(l, &ev); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+			all = append(append(all, l...), '\n')
+		}
+		return evs, all
+	}
+}
+
+// TestIngestEmitsStartAndComplete: a successful ingest emits a START and a
+// COMPLETE of one run, naming the dataset's ingest, the provider endpoint
+// (host and path only: neither the api_key its request URL carried nor
+// the key's value) and the dataset's lake prefix, with the window asked
+// and what was written.
+func TestIngestEmitsStartAndComplete(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	lakeDir := "/lake"
+	done := lineageFile(t, st.acts, lakeDir)
+	res, err := st.acts.Ingest(context.Background(), IngestInput{Dataset: "fred-dgs10-paged", From: "2025-01-02", To: "2025-02-28"})
+	if err != nil || res.Key == "" || res.Pages < 1 {
+		t.Fatalf("ingest: %+v, %v", res, err)
+	}
+	evs, all := done()
+	if len(evs) != 2 || evs[0].EventType != lineage.Start || evs[1].EventType != lineage.Complete || evs[0].Run.RunID != evs[1].Run.RunID {
+		t.Fatalf("events:\n%s", all)
+	}
+	c := evs[1]
+	if c.Job.Namespace != lineage.DefaultNamespace || c.Job.Name != "fred-dgs10-paged.ingest" {
+		t.Errorf("job %+v", c.Job)
+	}
+	if in := c.Inputs[0]; in.Name != "/fred/series/observations" || !strings.HasPrefix(in.Namespace, "http://127.0.0.1:") {
+		t.Errorf("input %+v, want the simulator's host and FRED's endpoint path", in)
+	}
+	if out := c.Outputs[0]; out.Namespace != "file" || out.Name != "/lake/provider=fred/job=fred-dgs10-paged" {
+		t.Errorf("output %+v", out)
+	}
+	f := c.Run.Facets.Ingest
+	if f.Kind != "range" || f.LogicalFrom != "2025-01-02" || f.LogicalTo != "2025-02-28" || f.WindowFrom != "2025-01-02" || f.WindowTo != "2025-02-28" || f.Attempt != 1 {
+		t.Errorf("ingest facet %+v", f)
+	}
+	lf := c.Outputs[0].OutputFacets.Lake
+	if lf.Objects != 1 || lf.Object != res.Key || lf.RawBytes != res.RawBytes || lf.CompressedBytes != res.CompressedBytes || lf.Pages != res.Pages || lf.SHA256 != res.SHA256 {
+		t.Errorf("lake facet %+v, result %+v", lf, res)
+	}
+	if s := c.Outputs[0].OutputFacets.Statistics; s.Size != res.CompressedBytes || s.FileCount != 1 {
+		t.Errorf("output statistics %+v", s)
+	}
+	key := simulator.TestCredentials(reg)["FRED_API_KEY"]
+	if key == "" || !strings.Contains(res.SourceURL, "api_key=") {
+		t.Fatalf("the test needs FRED's key (%q) in the request URL (%s)", key, res.SourceURL)
+	}
+	for _, secret := range append(connector.SecretForms(key), "api_key", "?") {
+		if bytes.Contains(all, []byte(secret)) {
+			t.Errorf("%q in the events:\n%s", secret, all)
+		}
+	}
+}
+
+// TestIngestEmitsStartAndFail: a provider refusing the request makes a
+// START and a FAIL whose message is the activity's, redacted: the answer
+// echoes the request URL with its ?api_key=, which no event carries.
+func TestIngestEmitsStartAndFail(t *testing.T) {
+	const secret = "f00dfacecafebeef0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error_code":400,"error_message":"Bad Request. The request `+r.URL.String()+` is not valid. api_key=`+secret+`"}`)
+	}))
+	t.Cleanup(srv.Close)
+	reg := pagedRegistry(t, pagedDatasets)
+	acts := &Activities{cfg: Config{Registry: reg}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), connectors: map[string]connector.Connector{}}
+	store, err := tokenstore.NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := connector.New(reg.Provider("fred"), connector.Options{BaseURL: srv.URL, TokenStore: store,
+		Credentials: connector.MapCredentials(map[string]string{"FRED_API_KEY": secret}),
+		Gate:        func(context.Context, connector.Call) (connector.Permit, error) { return connector.Permit{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts.connectors["fred"] = c
+	acts.cfg.BaseURLs = map[string]string{"*": srv.URL}
+	lake, err := sink.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts.cfg.Sink = lake
+	done := lineageFile(t, acts, "/lake")
+	_, err = acts.Ingest(context.Background(), IngestInput{Dataset: "fred-dgs10-paged", From: "2025-01-02", To: "2025-01-31"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		t.Fatalf("ingest against a refusing provider: %v", err)
+	}
+	evs, all := done()
+	if len(evs) != 2 || evs[0].EventType != lineage.Start || evs[1].EventType != lineage.Fail || evs[0].Run.RunID != evs[1].Run.RunID {
+		t.Fatalf("events:\n%s", all)
+	}
+	if m := evs[1].Run.Facets.ErrorMessage; m == nil || m.Message != connector.Redact(err.Error()) || !strings.Contains(m.Message, "400") {
+		t.Errorf("error facet %+v; the activity failed with %v", m, err)
+	}
+	if evs[1].Outputs[0].OutputFacets != nil {
+		t.Errorf("a FAIL reports output statistics:\n%s", all)
+	}
+	for _, s := range append(connector.SecretForms(secret), "api_key="+url.QueryEscape(secret)) {
+		if bytes.Contains(all, []byte(s)) {
+			t.Errorf("%q in the events:\n%s", s, all)
+		}
+	}
+}
+
+// TestBackfillChunkAndDailyLineage: a backfill's chunk is a backfill run of
+// the dataset's ingest for its range; a daily run names its look-back
+// window as the window asked and its date as the logical one. Run under
+// Temporal's activity environment, the run id is the attempt's UUIDv5.
+func TestBackfillChunkAndDailyLineage(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	done := lineageFile(t, st.acts, "/lake")
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(st.acts)
+	for _, in := range []IngestInput{
+		{Dataset: "fred-dgs10-paged", From: "2025-01-01", To: "2025-03-31", Priority: connector.PriorityBackfill},
+		{Dataset: "fred-dgs10-paged", From: "2025-03-10", LookBack: true},
+	} {
+		if _, err := env.ExecuteActivity(st.acts.Ingest, in); err != nil {
+			t.Fatalf("ingest %+v: %v", in, err)
+		}
+	}
+	evs, all := done()
+	if len(evs) != 4 {
+		t.Fatalf("events:\n%s", all)
+	}
+	chunk, daily := evs[1].Run.Facets.Ingest, evs[3].Run.Facets.Ingest
+	if evs[1].EventType != lineage.Complete || chunk.Kind != "backfill" || chunk.LogicalFrom != "2025-01-01" || chunk.LogicalTo != "2025-03-31" ||
+		chunk.WindowFrom != "2025-01-01" || chunk.WindowTo != "2025-03-31" {
+		t.Errorf("backfill chunk: %+v", chunk)
+	}
+	if evs[3].EventType != lineage.Complete || daily.Kind != "daily" || daily.LogicalFrom != "2025-03-10" || daily.LogicalTo != "2025-03-10" ||
+		daily.WindowTo != "2025-03-10" || daily.WindowFrom >= "2025-03-10" {
+		t.Errorf("daily run: %+v, want its look-back window ending on its date", daily)
+	}
+	for i, ev := range evs {
+		f := ev.Run.Facets.Ingest
+		want := lineage.RunID(f.WorkflowID, f.WorkflowRun, f.ActivityID, f.Attempt)
+		if f.WorkflowID == "" || f.ActivityID == "" || ev.Run.RunID != want.String() {
+			t.Errorf("event %d: run id %s, want %s from %+v", i, ev.Run.RunID, want, f)
+		}
+	}
+	if evs[0].Run.RunID == evs[2].Run.RunID {
+		t.Error("two activities share a run id")
+	}
+}
+
+// TestIngestSucceedsWithLineageDown: nothing listens at the lineage URL:
+// the ingest succeeds, and both events are counted failed.
+func TestIngestSucceedsWithLineageDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	e, err := lineage.New(lineage.Options{URL: "http://" + addr + "/api/v1/lineage", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Backoff: 1, Count: func(o string) { mu.Lock(); counts[o]++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	st.acts.cfg.Lineage = e
+	res, err := st.acts.Ingest(context.Background(), IngestInput{Dataset: "fred-dgs10-paged", From: "2025-01-02", To: "2025-01-31"})
+	if err != nil || res.Key == "" {
+		t.Fatalf("ingest with the lineage endpoint down: %+v, %v", res, err)
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if counts[lineage.OutcomeFailed] != 2 || counts[lineage.OutcomeSent] != 0 {
+		t.Errorf("counted %v, want the START and the COMPLETE failed", counts)
+	}
+}
+
+// TestEveryConnectorNamesItsEndpoint: the input of every default dataset
+// is a path without a credential, a date or a query.
+func TestEveryConnectorNamesItsEndpoint(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	want := map[string]string{
+		"kis-kospi-range":      "/uapi/domestic-stock/v1/quotations/inquire-daily-indexchartprice",
+		"ecos-base-rate-paged": "/api/StatisticSearch",
+		"fred-dgs10-paged":     "/fred/series/observations",
+		"upbit-krw-btc-range":  "/v1/candles/days",
+		"datago-index-json":    "/1160100/service/GetMarketIndexInfoService/getStockMarketIndex",
+	}
+	for id, path := range want {
+		ds := reg.Dataset(id)
+		if got := connector.EndpointOf(st.acts.connectors[ds.Provider], ds); got != path {
+			t.Errorf("%s: endpoint %q, want %q", id, got, path)
+		}
+	}
+}
+
+// TestCancelledIngestAborts: an ingest whose context is cancelled (the
+// workflow cancelled it, the worker is stopping) ends its run with ABORT,
+// not FAIL.
+func TestCancelledIngestAborts(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	done := lineageFile(t, st.acts, "/lake")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.acts.Ingest(ctx, IngestInput{Dataset: "fred-dgs10-paged", From: "2025-01-02", To: "2025-01-31"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ingest: %v", err)
+	}
+	evs, all := done()
+	if len(evs) != 2 || evs[0].EventType != lineage.Start || evs[1].EventType != lineage.Abort || evs[1].Run.Facets.ErrorMessage == nil {
+		t.Fatalf("events:\n%s", all)
+	}
+}
