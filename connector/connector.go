@@ -45,10 +45,10 @@ type Options struct {
 	Credentials Credentials
 	// HTTPClient sends every request; nil means the shared client
 	// (HTTPClient()). Its CheckRedirect is never used: the connector
-	// decides redirects itself (see Base.Do). For Gate's deadline to stop
-	// a late request, its transport must report httptrace's GotConn and
-	// give each request a connection of its own (HTTP/1.1, as the shared
-	// client does).
+	// decides redirects itself (see Base.Do). For the limiter's deadline
+	// to stop a late request, its transport must report httptrace's
+	// GotConn and give each request a connection of its own (HTTP/1.1, as
+	// the shared client does).
 	HTTPClient *http.Client
 	// TokenStore keeps issued tokens across processes (KIS); nil keeps
 	// them in this process only (cmd/sluice passes the file store under

@@ -32,7 +32,7 @@ func TestScopesSpec(t *testing.T) {
 		{MinInterval: 150 * ms, Tolerance: 50 * ms},
 		{Windows: []ledger.Window{{Length: 100 * ms, Count: 2}, {Length: 6 * time.Second, Count: 40}}, Tolerance: 50 * ms},
 	}
-	order := []int{1, 2, 0} // sparsest first (ledger.Limits.spacing), as the gate orders them
+	order := []int{1, 2, 0} // sparsest first (ledger.Limits.Spacing), as the gate orders them
 	for seed := uint64(1); seed <= 30; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 20))
 		ledgers := make([]ledger.Ledger, len(scopes))
