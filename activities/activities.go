@@ -118,8 +118,7 @@ func New(cfg Config) (*Activities, error) {
 			Credentials: cfg.Credentials,
 			TokenStore:  cfg.TokenStore,
 			Logger:      a.log,
-			Gate:        probeGate(cfg.Gate.Wait),
-			Observe:     cfg.Gate.Observe,
+			Limiter:     probeLimiter{cfg.Gate},
 			TokenIssued: tokenIssued(cfg.Events),
 		})
 		if err != nil {

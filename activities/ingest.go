@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/wire"
 )
@@ -35,7 +36,7 @@ type IngestInput struct {
 	LookBack bool `json:"look_back,omitempty"`
 	// Priority is the class this ingest's calls wait in at the scope
 	// limiter: empty for a daily run, "backfill" for a backfill's chunk.
-	Priority connector.Priority `json:"priority,omitempty"`
+	Priority permit.Priority `json:"priority,omitempty"`
 }
 
 // IngestResult is the metadata of one ingested object. No payload.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
@@ -66,14 +67,14 @@ func newClockStack(t *testing.T, reg *registry.Registry) *clockStack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
-			if call.Kind == connector.CallData {
+		opts.Limiter = permit.Funcs{WaitFunc: func(_ context.Context, call permit.Call) (permit.Permit, error) {
+			if call.Kind == permit.CallData {
 				st.mu.Lock()
 				st.permits[call.Dataset]++
 				st.mu.Unlock()
 			}
-			return connector.Permit{}, nil
-		}
+			return permit.Permit{}, nil
+		}}
 		gated, err := connector.New(p, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/internal/heartbeat"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -41,7 +42,7 @@ type fetchPlan struct {
 	// dataset that asks one period a call.
 	requests []registry.Dates
 	// priority is the class the calls wait in at the scope limiter.
-	priority connector.Priority
+	priority permit.Priority
 }
 
 // fetchPages fetches the pages of a plan's requests, page 1 of each first,

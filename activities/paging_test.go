@@ -27,6 +27,7 @@ import (
 	"github.com/sluicehq/sluice/sink"
 
 	_ "github.com/sluicehq/sluice/connector/all"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	_ "github.com/sluicehq/sluice/simulator/all"
 )
 
@@ -138,14 +139,14 @@ func newPagingStackOn(t *testing.T, reg *registry.Registry, lake sink.Sink) *pag
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
-			if call.Kind == connector.CallData {
+		opts.Limiter = permit.Funcs{WaitFunc: func(_ context.Context, call permit.Call) (permit.Permit, error) {
+			if call.Kind == permit.CallData {
 				st.mu.Lock()
 				st.permits[call.Dataset]++
 				st.mu.Unlock()
 			}
-			return connector.Permit{}, nil
-		}
+			return permit.Permit{}, nil
+		}}
 		gated, err := connector.New(p, opts)
 		if err != nil {
 			t.Fatal(err)

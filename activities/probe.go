@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/internal/heartbeat"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/wire"
@@ -292,40 +293,49 @@ func (t *probeTrace) sentAt() time.Time {
 	return t.sent
 }
 
-// probeGate wraps the rate-limit gate for probes (connector.Call.Probe):
+// probeLimiter wraps the rate-limit gate for probes (permit.Call.Probe):
 // a probe waits for its permits at most the ProbeWait its activity set,
 // and any failure of the gate — our limiter, our daily quota, a wait too
 // long — is marked watch.NotSent, so that the probe is recorded as
 // throttled and never as the provider's outage. Every other call passes
-// through unchanged. A nil gate lets every call through.
-func probeGate(gate func(context.Context, connector.Call) (connector.Permit, error)) func(context.Context, connector.Call) (connector.Permit, error) {
-	return func(ctx context.Context, call connector.Call) (connector.Permit, error) {
-		if !call.Probe || call.Kind != connector.CallData {
-			if gate == nil {
-				return connector.Permit{}, nil
-			}
-			return gate(ctx, call)
+// through unchanged, and every outcome goes to the gate's Observe. A nil
+// gate lets every call through.
+type probeLimiter struct{ gate permit.Limiter }
+
+// Wait is the gate's Wait, bounded and marked for probes.
+func (l probeLimiter) Wait(ctx context.Context, call permit.Call) (permit.Permit, error) {
+	if !call.Probe || call.Kind != permit.CallData {
+		if l.gate == nil {
+			return permit.Permit{}, nil
 		}
-		tr, _ := ctx.Value(probeTraceKey{}).(*probeTrace)
-		var permit connector.Permit
-		if gate != nil {
-			gctx := ctx
-			if tr != nil && tr.wait > 0 {
-				var cancel context.CancelFunc
-				gctx, cancel = context.WithTimeout(ctx, tr.wait)
-				defer cancel()
-			}
-			var err error
-			if permit, err = gate(gctx, call); err != nil {
-				if ctx.Err() != nil {
-					return permit, err // the probe itself was cancelled
-				}
-				return permit, watch.NotSent(err)
-			}
+		return l.gate.Wait(ctx, call)
+	}
+	tr, _ := ctx.Value(probeTraceKey{}).(*probeTrace)
+	var p permit.Permit
+	if l.gate != nil {
+		gctx := ctx
+		if tr != nil && tr.wait > 0 {
+			var cancel context.CancelFunc
+			gctx, cancel = context.WithTimeout(ctx, tr.wait)
+			defer cancel()
 		}
-		if tr != nil {
-			tr.markSent(time.Now())
+		var err error
+		if p, err = l.gate.Wait(gctx, call); err != nil {
+			if ctx.Err() != nil {
+				return p, err // the probe itself was cancelled
+			}
+			return p, watch.NotSent(err)
 		}
-		return permit, nil
+	}
+	if tr != nil {
+		tr.markSent(time.Now())
+	}
+	return p, nil
+}
+
+// Observe is the gate's Observe.
+func (l probeLimiter) Observe(ctx context.Context, o permit.Observation) {
+	if l.gate != nil {
+		l.gate.Observe(ctx, o)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/watch"
@@ -24,12 +25,12 @@ import (
 
 // probeStack is the Probe activity over the real simulator (its clock
 // fixed), an SQLite watch store and connectors whose rate-limit gate the
-// test decides, wrapped by probeGate as in production.
+// test decides, wrapped by probeLimiter as in production.
 type probeStack struct {
 	acts  *Activities
 	sim   *simulator.Simulator
 	store store.Store
-	gate  atomic.Pointer[func(context.Context, connector.Call) error]
+	gate  atomic.Pointer[func(context.Context, permit.Call) error]
 	calls atomic.Int64 // data calls that passed the gate
 }
 
@@ -66,20 +67,20 @@ func newProbeStack(t *testing.T) *probeStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := func(ctx context.Context, call connector.Call) (connector.Permit, error) {
+	gate := func(ctx context.Context, call permit.Call) (permit.Permit, error) {
 		if g := s.gate.Load(); g != nil {
 			if err := (*g)(ctx, call); err != nil {
-				return connector.Permit{}, err
+				return permit.Permit{}, err
 			}
 		}
-		if call.Kind == connector.CallData {
+		if call.Kind == permit.CallData {
 			s.calls.Add(1)
 		}
-		return connector.Permit{}, nil
+		return permit.Permit{}, nil
 	}
 	for _, p := range reg.Providers {
 		c, err := connector.New(p, connector.Options{BaseURL: srv.URL, Credentials: connector.MapCredentials(simulator.TestCredentials(reg)),
-			TokenStore: tokens, Logger: log, Now: now, Gate: probeGate(gate)})
+			TokenStore: tokens, Logger: log, Now: now, Limiter: probeLimiter{permit.Funcs{WaitFunc: gate}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func newProbeStack(t *testing.T) *probeStack {
 	return s
 }
 
-func (s *probeStack) setGate(g func(context.Context, connector.Call) error) { s.gate.Store(&g) }
+func (s *probeStack) setGate(g func(context.Context, permit.Call) error) { s.gate.Store(&g) }
 
 // TestProbeRecordsAnAnswer: a probe that answers is recorded with its
 // status, shape and newest period, and makes a never-probed dataset up.
@@ -168,15 +169,15 @@ func TestProbeHeldBackIsThrottled(t *testing.T) {
 	if _, err := s.acts.Probe(ctx, ProbeInput{Dataset: "fred-dgs10"}); err != nil {
 		t.Fatal(err)
 	}
-	for name, gate := range map[string]func(context.Context, connector.Call) error{
-		"quota": func(context.Context, connector.Call) error {
+	for name, gate := range map[string]func(context.Context, permit.Call) error{
+		"quota": func(context.Context, permit.Call) error {
 			return &connector.Error{Class: connector.QuotaExhausted, Provider: "fred", Code: "sluice-quota", Message: "declared daily quota used up"}
 		},
-		"no permit in time": func(ctx context.Context, call connector.Call) error {
+		"no permit in time": func(ctx context.Context, call permit.Call) error {
 			<-ctx.Done() // the gate's deadline, not the activity's
 			return ctx.Err()
 		},
-		"limiter unreachable": func(context.Context, connector.Call) error {
+		"limiter unreachable": func(context.Context, permit.Call) error {
 			return errors.New("waiting for a permit of fred/key: connection refused")
 		},
 	} {
@@ -207,26 +208,27 @@ func TestProbeHeldBackIsThrottled(t *testing.T) {
 func TestProbeGatePassesOtherCalls(t *testing.T) {
 	boom := errors.New("boom")
 	deadline := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	g := probeGate(func(_ context.Context, call connector.Call) (connector.Permit, error) {
+	g := probeLimiter{permit.Funcs{WaitFunc: func(_ context.Context, call permit.Call) (permit.Permit, error) {
 		if call.Dataset == "ok" {
-			return connector.Permit{Deadline: deadline}, nil
+			return permit.Permit{Deadline: deadline}, nil
 		}
-		return connector.Permit{}, boom
-	})
-	if _, err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "d"}); err != boom {
+		return permit.Permit{}, boom
+	}}}.Wait
+	if _, err := g(context.Background(), permit.Call{Kind: permit.CallData, Dataset: "d"}); err != boom {
 		t.Errorf("ingest call: %v", err)
 	}
-	if _, err := g(context.Background(), connector.Call{Kind: connector.CallToken, Probe: true}); err != boom {
+	if _, err := g(context.Background(), permit.Call{Kind: permit.CallToken, Probe: true}); err != boom {
 		t.Errorf("token call: %v", err)
 	}
-	if _, err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "d", Probe: true}); !errors.Is(err, watch.ErrNotSent) || !errors.Is(err, boom) {
+	if _, err := g(context.Background(), permit.Call{Kind: permit.CallData, Dataset: "d", Probe: true}); !errors.Is(err, watch.ErrNotSent) || !errors.Is(err, boom) {
 		t.Errorf("probe: %v", err)
 	}
 	// A probe's permit comes back as the gate granted it.
-	if p, err := g(context.Background(), connector.Call{Kind: connector.CallData, Dataset: "ok", Probe: true}); err != nil || !p.Deadline.Equal(deadline) {
+	if p, err := g(context.Background(), permit.Call{Kind: permit.CallData, Dataset: "ok", Probe: true}); err != nil || !p.Deadline.Equal(deadline) {
 		t.Errorf("granted probe: %+v, %v", p, err)
 	}
-	if _, err := probeGate(nil)(context.Background(), connector.Call{Kind: connector.CallData, Probe: true}); err != nil {
+	var none probeLimiter
+	if _, err := none.Wait(context.Background(), permit.Call{Kind: permit.CallData, Probe: true}); err != nil {
 		t.Errorf("no gate: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/version"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -42,8 +43,7 @@ type Base struct {
 	client   *http.Client
 	log      *slog.Logger
 	now      func() time.Time
-	gate     func(context.Context, Call) (Permit, error)
-	observe  func(context.Context, Observation)
+	limiter  permit.Limiter
 	issued   func(context.Context, TokenIssue)
 	creds    Credentials
 	secrets  *Secrets
@@ -74,8 +74,7 @@ func NewBase(p *registry.Provider, opts Options) (*Base, error) {
 		baseURL:  strings.TrimRight(raw, "/"),
 		client:   opts.HTTPClient,
 		now:      opts.Now,
-		gate:     opts.Gate,
-		observe:  opts.Observe,
+		limiter:  opts.Limiter,
 		issued:   opts.TokenIssued,
 		creds:    opts.Credentials,
 		secrets:  &Secrets{},
@@ -163,8 +162,8 @@ func (b *Base) Credential(role string) (string, error) {
 
 // Dataset checks that a request names a dataset of this provider and
 // returns the call it makes.
-func (b *Base) Dataset(req Request, probe bool) (Call, *registry.Dataset, *Error) {
-	call := Call{Provider: b.provider.ID, Kind: CallData, Probe: probe, Priority: req.Priority}
+func (b *Base) Dataset(req Request, probe bool) (permit.Call, *registry.Dataset, *Error) {
+	call := permit.Call{Provider: b.provider.ID, Kind: permit.CallData, Probe: probe, Priority: req.Priority}
 	ds := req.Dataset
 	if ds == nil {
 		return call, nil, b.Fail(call, 0, &Error{Class: BadRequest, Message: "no dataset given"})
@@ -173,9 +172,6 @@ func (b *Base) Dataset(req Request, probe bool) (Call, *registry.Dataset, *Error
 	if ds.Provider != "" && ds.Provider != b.provider.ID {
 		return call, nil, b.Fail(call, 0, &Error{Class: BadRequest,
 			Message: fmt.Sprintf("dataset %s belongs to provider %s, not %s", ds.ID, ds.Provider, b.provider.ID)})
-	}
-	if ds.Bounds != (registry.Bounds{}) && ds.Bounds != b.provider.Bounds {
-		call.bounds = ds.Bounds // the dataset overrides its provider's
 	}
 	return call, ds, nil
 }
@@ -196,7 +192,7 @@ const maxCodeLen = 64
 // status, and the code, message and underlying error redacted (see
 // sanitize). An ambiguous answer (Error.Confirm) is counted: until
 // confirmed it comes back Transient, its would-be class in Unconfirmed.
-func (b *Base) Fail(call Call, status int, e *Error) *Error {
+func (b *Base) Fail(call permit.Call, status int, e *Error) *Error {
 	e.Provider = b.provider.ID
 	if e.Dataset == "" {
 		e.Dataset = call.Dataset
@@ -221,7 +217,7 @@ func (b *Base) Fail(call Call, status int, e *Error) *Error {
 
 // Exchange is one request for Base.Do.
 type Exchange struct {
-	Call   Call        // what the call is, for the gate, observer and logs
+	Call   permit.Call // what the call is, for the limiter and logs
 	Method string      // GET when empty
 	URL    string      // the full URL, secrets included
 	Header http.Header // request headers; may hold secrets and are never logged
@@ -231,14 +227,18 @@ type Exchange struct {
 	Format string
 	// Classify decides the outcome from the head of the answer.
 	Classify func(Head) Verdict
+	// Bounds are the dataset's own bounds (registry.Dataset.Bounds),
+	// which override its provider's field by field; the zero value: the
+	// provider's. Skeleton.Fetch sets them from the request's dataset.
+	Bounds registry.Bounds
 }
 
 // maxRedirects is how many same-host redirects one Do follows.
 const maxRedirects = 5
 
-// Do sends one request: Gate, the HTTP exchange (re-checking the permit
-// once a connection is ready, see Options.Gate), a peek at the head of the
-// body, Classify, Observe, a log line, and on success a Response whose
+// Do sends one request: Limiter.Wait, the HTTP exchange (re-checking the
+// permit once a connection is ready, see Options.Limiter), a peek at the
+// head of the body, Classify, Limiter.Observe, a log line, and on success a Response whose
 // Body yields every byte of the body. On failure the body is closed and
 // the classified error (or the caller's context error) returned.
 //
@@ -249,7 +249,7 @@ const maxRedirects = 5
 // BadRequest, Code the status, the message naming the status and the
 // target host, never its path or query. A same-host redirect (http to
 // https on the same host included) is followed as a request of its own:
-// through Gate, with the same headers and, for 307 and 308, the same body.
+// through Limiter.Wait, with the same headers and, for 307 and 308, the same body.
 func (b *Base) Do(ctx context.Context, x Exchange) (*Response, error) {
 	if x.Method == "" {
 		x.Method = http.MethodGet
@@ -276,8 +276,8 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 	gated := x.Call
 	gated.Tracks = true // the guard reports to Permit.Track
 	guard := &sendGuard{b: b, ctx: ctx, call: gated, cancel: cancel}
-	if b.gate != nil {
-		p, err := b.gate(ctx, gated)
+	if b.limiter != nil {
+		p, err := b.limiter.Wait(ctx, gated)
 		if err != nil {
 			cancel(nil)
 			return nil, nil, b.gateError(x.Call, err)
@@ -285,7 +285,7 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		guard.permit = p
 		req = req.WithContext(httptrace.WithClientTrace(reqCtx, guard.trace()))
 	}
-	bounds := b.bounds(x.Call)
+	bounds := b.provider.Bounds.Merge(x.Bounds).OrDefault()
 	clock := &pageClock{now: b.now, d: bounds.PageTimeout, onExpire: func() { cancel(errPageTimeout) }}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: clock.begin}))
 	start := time.Now()
@@ -295,16 +295,16 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 		clock.stop()
 		cancel(nil)
 		if ctx.Err() != nil {
-			b.observeCall(ctx, Observation{Call: x.Call, Err: ctx.Err()})
+			b.observeCall(ctx, permit.Observation{Call: x.Call, Err: ctx.Err()})
 			return nil, nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
 		if guard.err != nil {
-			// The permit expired while connecting and Gate refused a new
+			// The permit expired while connecting and Wait refused a new
 			// one: nothing was sent.
 			return nil, nil, b.gateError(x.Call, guard.err)
 		}
 		e := b.Fail(x.Call, 0, &Error{Class: Transient, Message: "sending request", Err: err})
-		b.observeCall(ctx, Observation{Call: x.Call, Err: e})
+		b.observeCall(ctx, permit.Observation{Call: x.Call, Err: e})
 		b.logCall(ctx, x, red, 0, e, time.Since(start))
 		return nil, nil, e
 	}
@@ -333,7 +333,7 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 			return nil, nil, fmt.Errorf("reading %s response %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
 		e := readFailure(perr)
-		b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: e})
+		b.observeCall(ctx, permit.Observation{Call: x.Call, Status: resp.StatusCode, Err: e})
 		b.logCall(ctx, x, red, resp.StatusCode, e, time.Since(start))
 		return nil, nil, e
 	}
@@ -355,7 +355,7 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 	} else {
 		b.confirm.succeeded(x.Call.Dataset)
 	}
-	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: verr, Remaining: v.Remaining})
+	b.observeCall(ctx, permit.Observation{Call: x.Call, Status: resp.StatusCode, Err: verr, Remaining: v.Remaining})
 	b.logCall(ctx, x, red, resp.StatusCode, verr, time.Since(start))
 	if verr != nil {
 		// Read a small error body to its end so the connection is reused.
@@ -414,7 +414,7 @@ func (b *Base) redirectHop(ctx context.Context, x Exchange, resp *http.Response,
 	if rerr != nil {
 		oerr = rerr
 	}
-	b.observeCall(ctx, Observation{Call: x.Call, Status: resp.StatusCode, Err: oerr})
+	b.observeCall(ctx, permit.Observation{Call: x.Call, Status: resp.StatusCode, Err: oerr})
 	b.logCall(ctx, x, red, resp.StatusCode, oerr, time.Since(start))
 	if rerr != nil {
 		return nil, rerr
@@ -422,8 +422,8 @@ func (b *Base) redirectHop(ctx context.Context, x Exchange, resp *http.Response,
 	return next, nil
 }
 
-// gateError wraps an error of Options.Gate.
-func (b *Base) gateError(call Call, err error) error {
+// gateError wraps an error of Options.Limiter's Wait.
+func (b *Base) gateError(call permit.Call, err error) error {
 	return fmt.Errorf("waiting for the rate limiter before %s %s call: %w", b.provider.ID, call.Kind, err)
 }
 
@@ -500,30 +500,30 @@ func hostForMessage(u *url.URL) string {
 	return strconv.Quote(h)
 }
 
-// maxRegates bounds how often one request asks Gate again because its
+// maxRegates bounds how often one request asks Limiter.Wait again because its
 // permit expired before a connection was ready.
 const maxRegates = 8
 
 // sendGuard holds one request to its permit while net/http gets a
 // connection. When the connection is ready (httptrace's GotConn, which
 // net/http reports just before it writes the request) the permit's
-// deadline is checked; a late request calls Gate again — keeping its
+// deadline is checked; a late request calls Limiter.Wait again — keeping its
 // connection — until it holds a permit it can still use, and a request the
 // transport is about to send again (after writing it once) gets a new
-// permit too. When Gate refuses, the request's context is cancelled and
+// permit too. When Wait refuses, the request's context is cancelled and
 // its connection closed, so that nothing is written.
 type sendGuard struct {
 	b      *Base
 	ctx    context.Context
-	call   Call
+	call   permit.Call
 	cancel context.CancelCauseFunc
-	permit Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
+	permit permit.Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
 	wrote  atomic.Bool
-	err    error // Gate's refusal; read after the client returned
+	err    error // Wait's refusal; read after the client returned
 
 	mu      sync.Mutex
-	leaving SendTracker   // the tracker of the permit the request left on
-	left    []SendTracker // every tracker whose request left, for done
+	leaving permit.SendTracker   // the tracker of the permit the request left on
+	left    []permit.SendTracker // every tracker whose request left, for done
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
@@ -586,7 +586,7 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 			g.b.log.Info("permit expired before the connection was ready; waiting for another",
 				"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", g.b.now().Sub(g.permit.Deadline), "reused", info.Reused)
 		}
-		p, err := g.b.gate(g.ctx, g.call)
+		p, err := g.b.limiter.Wait(g.ctx, g.call)
 		if err != nil {
 			g.stop(info.Conn, err)
 			return
@@ -631,7 +631,7 @@ const (
 // page's size bound is BadRequest (CodeTooLarge); past the page's deadline,
 // a stall, a truncated or reset body, an encoding we cannot decode are
 // Transient.
-func (b *Base) readFailure(call Call, status int, err error, reqCtx context.Context, bounds registry.Bounds, g *bodyGuard, clock *pageClock) *Error {
+func (b *Base) readFailure(call permit.Call, status int, err error, reqCtx context.Context, bounds registry.Bounds, g *bodyGuard, clock *pageClock) *Error {
 	cause := context.Cause(reqCtx)
 	switch {
 	case errors.Is(err, errTooLarge) || errors.Is(cause, errTooLarge):
@@ -667,12 +667,6 @@ func FormatBytes(n int64) string {
 		v, i = v/1024, i+1
 	}
 	return fmt.Sprintf("%.4g %s", v, units[i])
-}
-
-// bounds returns the bounds of a call: its dataset's (Base.Dataset), else
-// its provider's, each unset field its default.
-func (b *Base) bounds(call Call) registry.Bounds {
-	return b.provider.Bounds.Merge(call.bounds).OrDefault()
 }
 
 // sanitize returns err with every known secret redacted from its message
@@ -722,9 +716,9 @@ func (e *redactedError) Timeout() bool {
 	return errors.As(e.orig, &t) && t.Timeout()
 }
 
-func (b *Base) observeCall(ctx context.Context, o Observation) {
-	if b.observe != nil {
-		b.observe(ctx, o)
+func (b *Base) observeCall(ctx context.Context, o permit.Observation) {
+	if b.limiter != nil {
+		b.limiter.Observe(ctx, o)
 	}
 }
 

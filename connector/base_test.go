@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/connectortest"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -29,24 +30,24 @@ func testProvider() *registry.Provider {
 
 type recorder struct {
 	mu       sync.Mutex
-	gated    []connector.Call
+	gated    []permit.Call
 	observed []observation
 }
 
 type observation struct {
-	call   connector.Call
+	call   permit.Call
 	status int
 	err    error
 }
 
-func (r *recorder) gate(_ context.Context, c connector.Call) (connector.Permit, error) {
+func (r *recorder) gate(_ context.Context, c permit.Call) (permit.Permit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gated = append(r.gated, c)
-	return connector.Permit{}, nil
+	return permit.Permit{}, nil
 }
 
-func (r *recorder) observe(_ context.Context, o connector.Observation) {
+func (r *recorder) observe(_ context.Context, o permit.Observation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.observed = append(r.observed, observation{o.Call, o.Status, o.Err})
@@ -61,7 +62,7 @@ func newBase(t *testing.T, url string, rec *recorder, log *connectortest.Log, mo
 	opts := connector.Options{BaseURL: url, Credentials: connector.MapCredentials(map[string]string{"TEST_KEY": testKey}),
 		Logger: lg}
 	if rec != nil {
-		opts.Gate, opts.Observe = rec.gate, rec.observe
+		opts.Limiter = permit.Funcs{WaitFunc: rec.gate, ObserveFunc: rec.observe}
 	}
 	if mod != nil {
 		mod(&opts)
@@ -103,7 +104,7 @@ func TestDoStreamsTheWholeBodyUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := connector.Call{Provider: "test", Dataset: "ds", Kind: connector.CallData}
+	call := permit.Call{Provider: "test", Dataset: "ds", Kind: permit.CallData}
 	var sawHead int
 	resp, err := b.Do(context.Background(), connector.Exchange{Call: call, URL: b.URL("/x", "api_key="+key),
 		Format: "json", Classify: func(h connector.Head) connector.Verdict {
@@ -152,7 +153,7 @@ func TestDoClassifiesAndCloses(t *testing.T) {
 	log := &connectortest.Log{}
 	b := newBase(t, srv.URL, rec, log, nil)
 	key, _ := b.Credential("api_key")
-	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Provider: "test", Dataset: "ds", Kind: connector.CallData},
+	_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Provider: "test", Dataset: "ds", Kind: permit.CallData},
 		URL: b.URL("/api/"+key+"/json", ""), Classify: func(h connector.Head) connector.Verdict {
 			if !h.Complete {
 				t.Error("small body not complete")
@@ -202,14 +203,14 @@ func TestDoTruncatedBodies(t *testing.T) {
 	// Cut inside the head: Do fails.
 	short := rawServer(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"rt_cd\":\"0\"")
 	b := newBase(t, short, nil, nil, nil)
-	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: short + "/x", Classify: accept})
+	_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: short + "/x", Classify: accept})
 	if c, ok := connector.ClassOf(err); !ok || c != connector.Transient || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("cut in head: %v", err)
 	}
 	// Cut after the head: reading the body fails.
 	long := rawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{"+strings.Repeat("x", 3*connector.HeadSize))
 	b = newBase(t, long, nil, nil, nil)
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: long + "/x", Classify: accept})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: long + "/x", Classify: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestDoConnectionFailureIsTransientAndRedacted(t *testing.T) {
 	log := &connectortest.Log{}
 	b := newBase(t, url, nil, log, nil)
 	key, _ := b.Credential("api_key")
-	_, err = b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+	_, err = b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData},
 		URL: b.URL("/"+key, "api_key="+key), Classify: accept})
 	if c, ok := connector.ClassOf(err); !ok || c != connector.Transient {
 		t.Fatalf("refused: %v", err)
@@ -252,7 +253,7 @@ func TestDoStalledBodyIsTransient(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	b := newBase(t, srv.URL, nil, nil, func(o *connector.Options) { o.StallTimeout = 50 * time.Millisecond })
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
 	if err == nil { // on a loaded machine the stall may already hit the head
 		defer resp.Body.Close()
 		_, err = io.ReadAll(resp.Body)
@@ -269,7 +270,7 @@ func TestDoContextAndGate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b := newBase(t, srv.URL, nil, nil, nil)
-	_, err := b.Do(ctx, connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL, Classify: accept})
+	_, err := b.Do(ctx, connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL, Classify: accept})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled: %v", err)
 	}
@@ -278,9 +279,9 @@ func TestDoContextAndGate(t *testing.T) {
 	}
 	stop := errors.New("limiter closed")
 	b = newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
-		o.Gate = func(context.Context, connector.Call) (connector.Permit, error) { return connector.Permit{}, stop }
+		o.Limiter = permit.Funcs{WaitFunc: func(context.Context, permit.Call) (permit.Permit, error) { return permit.Permit{}, stop }}
 	})
-	_, err = b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL, Classify: accept})
+	_, err = b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL, Classify: accept})
 	if !errors.Is(err, stop) || hits != 0 {
 		t.Errorf("gate error: %v, hits %d", err, hits)
 	}
@@ -313,7 +314,7 @@ func TestDatasetOfAnotherProviderIsRefused(t *testing.T) {
 		t.Errorf("no dataset: %v", err)
 	}
 	call, ds, err := b.Dataset(connector.Request{Dataset: &registry.Dataset{ID: "mine", Provider: "test"}}, true)
-	if err != nil || ds.ID != "mine" || call != (connector.Call{Provider: "test", Dataset: "mine", Kind: connector.CallData, Probe: true}) {
+	if err != nil || ds.ID != "mine" || call != (permit.Call{Provider: "test", Dataset: "mine", Kind: permit.CallData, Probe: true}) {
 		t.Errorf("own dataset: %+v %v", call, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // BenchmarkDoStream measures a whole exchange streaming bodies of growing
@@ -33,7 +34,7 @@ func BenchmarkDoStream(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := base.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+				resp, err := base.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData},
 					URL: srv.URL + "/x", Classify: accept})
 				if err != nil {
 					b.Fatal(err)
@@ -74,9 +75,9 @@ func BenchmarkDoGatedSmallAnswer(b *testing.B) {
 	for _, gated := range []bool{false, true} {
 		opts := connector.Options{BaseURL: srv.URL, Credentials: connector.MapCredentials(map[string]string{"TEST_KEY": testKey})}
 		if gated {
-			opts.Gate = func(context.Context, connector.Call) (connector.Permit, error) {
-				return connector.Permit{Deadline: time.Now().Add(time.Minute)}, nil
-			}
+			opts.Limiter = permit.Funcs{WaitFunc: func(context.Context, permit.Call) (permit.Permit, error) {
+				return permit.Permit{Deadline: time.Now().Add(time.Minute)}, nil
+			}}
 		}
 		base, err := connector.NewBase(testProvider(), opts)
 		if err != nil {
@@ -86,7 +87,7 @@ func BenchmarkDoGatedSmallAnswer(b *testing.B) {
 		b.Run(fmt.Sprintf("gated=%v", gated), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := base.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+				resp, err := base.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData},
 					URL: base.URL("/fred/series/observations", "series_id=DGS10&api_key="+key+"&file_type=json"), Classify: accept})
 				if err != nil {
 					b.Fatal(err)

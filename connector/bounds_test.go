@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -91,7 +92,7 @@ func TestGzipBombStopsAtThePageBound(t *testing.T) {
 	}{{"the transport decodes", nil}, {"the connector decodes", noDecoding}} {
 		t.Run(c.name, func(t *testing.T) {
 			b := boundedBase(t, srv.URL, registry.Bounds{PageBytes: 1 << 20}, c.client, nil)
-			resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData, Dataset: "ds"},
+			resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData, Dataset: "ds"},
 				URL: srv.URL + "/x", Format: "json", Classify: accept})
 			if err != nil {
 				t.Fatal(err)
@@ -111,21 +112,21 @@ func TestGzipBombStopsAtThePageBound(t *testing.T) {
 
 // TestPageBoundInTheHeadAndByDataset: an answer beyond the bound within
 // its head fails Do itself; a dataset's own bound (registry.Dataset.Bounds)
-// replaces its provider's for the calls Base.Dataset makes.
+// replaces its provider's for the calls a Skeleton makes for it
+// (Exchange.Bounds).
 func TestPageBoundInTheHeadAndByDataset(t *testing.T) {
 	body := `{"rows":"` + strings.Repeat("a", 3000) + `"}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }))
 	t.Cleanup(srv.Close)
 	b := boundedBase(t, srv.URL, registry.Bounds{PageBytes: 1000}, nil, nil)
-	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Format: "json", Classify: accept})
+	_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Format: "json", Classify: accept})
 	wantCoded(t, err, connector.BadRequest, connector.CodeTooLarge, "larger than 1000 bytes")
 
 	ds := &registry.Dataset{ID: "big", Provider: "test", Bounds: registry.Bounds{PageBytes: 4000, ObjectBytes: 4000, PageTimeout: time.Minute}}
-	call, _, derr := b.Dataset(connector.Request{Dataset: ds}, false)
-	if derr != nil {
-		t.Fatal(derr)
-	}
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: call, URL: srv.URL + "/x", Format: "json", Classify: accept})
+	sk := connector.NewSkeleton(b, connector.Steps{Plan: func(_ *connector.Base, call permit.Call, _ connector.Request) (connector.Plan, error) {
+		return connector.Plan{Exchange: connector.Exchange{Call: call, URL: srv.URL + "/x", Format: "json", Classify: accept}}, nil
+	}})
+	resp, err := sk.Fetch(context.Background(), connector.Request{Dataset: ds})
 	if err != nil {
 		t.Fatalf("within the dataset's bound: %v", err)
 	}
@@ -156,7 +157,7 @@ func TestCompressedAnswerIsStoredDecoded(t *testing.T) {
 	client := connector.NewHTTPClient()
 	client.Transport.(*http.Transport).DisableCompression = true
 	b := boundedBase(t, srv.URL, registry.Bounds{}, client, nil)
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Format: "json", Classify: accept})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Format: "json", Classify: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestCompressedAnswerIsStoredDecoded(t *testing.T) {
 	if err != nil || string(got) != body || resp.Ext != "json" {
 		t.Fatalf("got %q (%s), %v; want %q", got, resp.Ext, err, body)
 	}
-	_, err = b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/br", Format: "json", Classify: accept})
+	_, err = b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/br", Format: "json", Classify: accept})
 	wantCoded(t, err, connector.Transient, "", `"br"`, "decoding")
 }
 
@@ -220,7 +221,7 @@ func TestPageDeadlineStopsATricklingBody(t *testing.T) {
 		release := make(chan struct{})
 		url := trickleServer(t, clock, `{"rows":"`+strings.Repeat("a", 2*connector.HeadSize), release)
 		b := boundedBase(t, url, registry.Bounds{}, nil, clock.now)
-		resp, err := b.Do(ctx, connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: url + "/x", Format: "json", Classify: accept})
+		resp, err := b.Do(ctx, connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: url + "/x", Format: "json", Classify: accept})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +237,7 @@ func TestPageDeadlineStopsATricklingBody(t *testing.T) {
 		clock := &trickleClock{}
 		url := trickleServer(t, clock, `{"rows":"`, nil)
 		b := boundedBase(t, url, registry.Bounds{PageTimeout: 90 * time.Second}, nil, clock.now)
-		_, err := b.Do(ctx, connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: url + "/x", Format: "json", Classify: accept})
+		_, err := b.Do(ctx, connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: url + "/x", Format: "json", Classify: accept})
 		wantCoded(t, err, connector.Transient, connector.CodePageTimeout, "did not arrive within 1m30s")
 	})
 }
@@ -289,7 +290,7 @@ func TestForeignAnswersAreTransient(t *testing.T) {
 				}
 				return connector.Verdict{}
 			}
-			resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x",
+			resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x",
 				Format: c.format, Classify: classify})
 			if c.class == 0 {
 				if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // TestAmbiguousAnswersAreConfirmed: an answer a classifier marks as
@@ -39,7 +40,7 @@ func TestAmbiguousAnswersAreConfirmed(t *testing.T) {
 	call := func() *connector.Error {
 		t.Helper()
 		resp, err := b.Do(context.Background(), connector.Exchange{URL: srv.URL, Classify: classify,
-			Call: connector.Call{Provider: "test", Dataset: dataset, Kind: connector.CallData}})
+			Call: permit.Call{Provider: "test", Dataset: dataset, Kind: permit.CallData}})
 		if err == nil {
 			resp.Body.Close()
 			return nil

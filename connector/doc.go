@@ -34,7 +34,7 @@
 // # Errors
 //
 // Every error a connector returns is either a context error of the
-// caller's context (or an error of Options.Gate, wrapped) or carries a
+// caller's context (or an error of Options.Limiter's Wait, wrapped) or carries a
 // Class (ClassOf). Retryable classes are RateLimited, QuotaExhausted,
 // Blocked and Transient; Error.Wait says how long to wait. The mapping:
 //
@@ -73,8 +73,8 @@
 // # Bounds
 //
 // Base.Do bounds every answer by its dataset's registry.Bounds (its
-// provider's, overridden per dataset; Base.Dataset carries them in the
-// Call): a page holds at most Bounds.PageBytes decoded bytes — counted
+// provider's, overridden per dataset; Skeleton.Fetch carries them in
+// Exchange.Bounds): a page holds at most Bounds.PageBytes decoded bytes — counted
 // after the transport's gzip, or the connector's own decoding of a gzip or
 // deflate answer nobody asked to be compressed; another Content-Encoding
 // fails as Transient — and a read beyond it fails as BadRequest with Code
@@ -98,7 +98,7 @@
 // totalCount fails Next: whether rows are missing cannot be told); UPBIT
 // the page before the oldest candle of a full page (Request.Cursor is the
 // next to) while that candle is after From. Each page is a call of its
-// own through Options.Gate. Callers bound the loop and check that the
+// own through Options.Limiter. Callers bound the loop and check that the
 // cursor advances (activities.Ingest does).
 //
 // # Probes
@@ -139,18 +139,20 @@
 // and the target host, never its path or query), so that KIS's appkey and
 // appsecret headers and token request body never reach another host. A
 // same-host redirect (http to https included) is followed as a call of its
-// own: through Options.Gate and Options.Observe again.
+// own: through Options.Limiter again.
 //
 // # Rate limiting
 //
-// Connectors do not pace calls. Options.Gate is called before every
-// outbound request (data and token calls, Call.Kind; each redirect hop)
-// and returns the permit's deadline; once the connection is ready — after
-// DNS, TCP and TLS — and just before the request is written, the deadline
-// is checked again, and a late request asks Gate for a new permit (keeping
-// its connection) instead of leaving on the stale one. Options.Observe is
-// called after every answer with an Observation: its status, its
-// classified error and the provider's own signals, parsed by its connector
-// (UPBIT Remaining-Req becomes Observation.Remaining): a global limiter
-// plugs in there without knowing any provider's headers.
+// Connectors do not pace calls, and know of rate limiting only the
+// contract in package ratelimit/permit: one permit.Limiter
+// (Options.Limiter). Its Wait is called before every outbound request
+// (data and token calls, permit.Call.Kind; each redirect hop) and returns
+// the permit's deadline; once the connection is ready — after DNS, TCP and
+// TLS — and just before the request is written, the deadline is checked
+// again, and a late request asks Wait for a new permit (keeping its
+// connection) instead of leaving on the stale one. Its Observe is called
+// after every answer with a permit.Observation: its status, its classified
+// error and the provider's own signals, parsed by its connector (UPBIT
+// Remaining-Req becomes Observation.Remaining): a global limiter plugs in
+// there without knowing any provider's headers.
 package connector

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // HeadSize is how many bytes of a body are peeked before it is handed on:
@@ -44,8 +46,8 @@ type Verdict struct {
 	// More reports that the provider said further pages follow.
 	More bool
 	// Remaining is what the provider said is left of its own budget, for
-	// Options.Observe (UPBIT Remaining-Req); nil when it said nothing.
-	Remaining *Remaining
+	// Options.Limiter's Observe (UPBIT Remaining-Req); nil when it said nothing.
+	Remaining *permit.Remaining
 }
 
 // Fail returns a Verdict failing with an Error of class c.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/connectortest"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // echoLineServer answers every request with its own request line as the
@@ -54,7 +55,7 @@ func TestErrorsNeverUnwrapToASecret(t *testing.T) {
 	log := &connectortest.Log{}
 	b := newBase(t, base, nil, log, nil)
 	key, _ := b.Credential("api_key")
-	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+	_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData},
 		URL: b.URL("/fred/"+key, "series_id=DGS10&api_key="+key), Classify: accept})
 	if c, ok := connector.ClassOf(err); !ok || c != connector.Transient || !strings.Contains(err.Error(), "malformed HTTP") {
 		t.Fatalf("echoed request line: %v", err)
@@ -82,7 +83,7 @@ func TestErrorsNeverUnwrapToASecret(t *testing.T) {
 	}
 	refused := "http://" + ln.Addr().String()
 	ln.Close()
-	_, err = b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+	_, err = b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData},
 		URL: refused + "/x?api_key=" + key, Classify: accept})
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("errors.Is(ECONNREFUSED) lost in %v", err)
@@ -97,7 +98,7 @@ func TestProviderCodesAreRedacted(t *testing.T) {
 	t.Cleanup(srv.Close)
 	b := newBase(t, srv.URL, nil, nil, nil)
 	key, _ := b.Credential("api_key")
-	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x",
+	_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x",
 		Classify: func(connector.Head) connector.Verdict {
 			return connector.Fail(connector.RateLimited, "E-"+key+strings.Repeat("x", 200), "slow down")
 		}})

@@ -28,7 +28,7 @@ var sharedClient = sync.OnceValue(NewHTTPClient)
 // It speaks HTTP/1.1 only. Each request then holds its connection alone
 // from the moment the connection is ready until the request is written,
 // which is where the connector checks the rate limiter's deadline (see
-// Options.Gate) and, when a request must not leave, closes the
+// Options.Limiter) and, when a request must not leave, closes the
 // connection; an HTTP/2 connection is shared by every request in flight
 // and net/http gives no point between its readiness and the write at
 // which one request can be stopped. Rate-limited calls gain nothing from

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // The permit tests run on a fake clock that moves only where the test
@@ -58,16 +59,16 @@ type permitGate struct {
 	refuse   error
 }
 
-func (g *permitGate) gate(context.Context, connector.Call) (connector.Permit, error) {
+func (g *permitGate) gate(context.Context, permit.Call) (permit.Permit, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.refuseAt > 0 && len(g.permits)+1 >= g.refuseAt {
-		return connector.Permit{}, g.refuse
+		return permit.Permit{}, g.refuse
 	}
 	now := g.clk.Now()
 	w := window{now, now.Add(slack)}
 	g.permits = append(g.permits, w)
-	return connector.Permit{Deadline: w.Deadline}, nil
+	return permit.Permit{Deadline: w.Deadline}, nil
 }
 
 func (g *permitGate) granted() []window {
@@ -138,7 +139,7 @@ func assertInsideItsPermit(t *testing.T, at []time.Time, permits []window) {
 
 func newPermitBase(t *testing.T, url string, clk *fakeClock, g *permitGate, client *http.Client) *connector.Base {
 	return newBase(t, url, nil, nil, func(o *connector.Options) {
-		o.Now, o.Gate, o.HTTPClient = clk.Now, g.gate, client
+		o.Now, o.Limiter, o.HTTPClient = clk.Now, permit.Funcs{WaitFunc: g.gate}, client
 	})
 }
 
@@ -158,7 +159,7 @@ func TestPermitCoversTheMomentTheRequestLeaves(t *testing.T) {
 	var mu sync.Mutex
 	dials := 0
 	b := newPermitBase(t, srv.URL, clk, g, slowDialClient(clk, &dials, &mu, true))
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestPermitCoversASlowTLSHandshake(t *testing.T) {
 	client := slowDialClient(clk, &dials, &mu, false)
 	client.Transport.(*http.Transport).TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	b := newPermitBase(t, srv.URL, clk, g, client)
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestALateRequestTheGateRefusesIsNeverSent(t *testing.T) {
 	var mu sync.Mutex
 	dials := 0
 	b := newPermitBase(t, srv.URL, clk, g, slowDialClient(clk, &dials, &mu, true))
-	_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
 	if !errors.Is(err, refusal) {
 		t.Fatalf("err = %v, want the gate's refusal", err)
 	}
@@ -274,7 +275,7 @@ func TestATransportRetryGetsAPermitOfItsOwn(t *testing.T) {
 	dials := 0
 	b := newPermitBase(t, srv.URL, clk, g, slowDialClient(clk, &dials, &mu, false))
 	for _, path := range []string{"/warm", "/x"} {
-		resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + path, Classify: accept})
+		resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + path, Classify: accept})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -336,7 +337,7 @@ func TestPermitTrackerFollowsTheRequest(t *testing.T) {
 	calls := 0
 	b := newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
 		o.Now = clk.Now
-		o.Gate = func(context.Context, connector.Call) (connector.Permit, error) {
+		o.Limiter = permit.Funcs{WaitFunc: func(context.Context, permit.Call) (permit.Permit, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
@@ -344,10 +345,10 @@ func TestPermitTrackerFollowsTheRequest(t *testing.T) {
 			if calls > 1 {
 				tr = second
 			}
-			return connector.Permit{Deadline: clk.Now().Add(slack), Track: tr}, nil
-		}
+			return permit.Permit{Deadline: clk.Now().Add(slack), Track: tr}, nil
+		}}
 	})
-	resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData}, URL: srv.URL + "/x", Classify: accept})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // capture is a server that records every request it receives.
@@ -113,7 +114,7 @@ func TestRedirectsStayOnTheProvider(t *testing.T) {
 			h := http.Header{}
 			h["appkey"] = []string{key}
 			h["appsecret"] = []string{key + "-secret"}
-			x := connector.Exchange{Call: connector.Call{Provider: "test", Dataset: "ds", Kind: connector.CallData},
+			x := connector.Exchange{Call: permit.Call{Provider: "test", Dataset: "ds", Kind: permit.CallData},
 				Method: tc.method, URL: b.URL(tc.path, "api_key="+key), Header: h, Classify: accept}
 			if tc.method == http.MethodPost {
 				x.Body = []byte(`{"appkey":"` + key + `","appsecret":"` + key + `-secret"}`)
@@ -149,7 +150,7 @@ func TestRedirectsStayOnTheProvider(t *testing.T) {
 		b := newBase(t, provider.URL, rec, nil, func(o *connector.Options) { o.HTTPClient = trustingClient(provider) })
 		h := http.Header{}
 		h["appkey"] = []string{"same-host-key"}
-		resp, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallToken},
+		resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallToken},
 			Method: http.MethodPost, URL: b.URL("/307-same-host", ""), Header: h, Body: []byte(`{"a":1}`), Classify: accept})
 		if err != nil {
 			t.Fatal(err)
@@ -194,7 +195,7 @@ func TestRedirectLimits(t *testing.T) {
 	} {
 		rec := &recorder{}
 		b := newBase(t, srv.URL, rec, nil, nil)
-		_, err := b.Do(context.Background(), connector.Exchange{Call: connector.Call{Kind: connector.CallData},
+		_, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData},
 			Method: tc.method, URL: srv.URL + tc.path, Body: []byte("{}"), Classify: accept})
 		if c, _ := connector.ClassOf(err); c != connector.BadRequest || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("%s: %v", tc.path, err)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -28,7 +29,7 @@ type Request struct {
 	Limit int
 	// Priority is the class the request's calls wait in at the scope
 	// limiter; the zero value is a daily run's.
-	Priority Priority
+	Priority permit.Priority
 }
 
 // PageOrFirst returns Page, or 1 when Page is 0 or negative.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -36,7 +37,7 @@ type Steps struct {
 	// before anything is sent (Base.Fail, AsError, status 0): a
 	// credential unavailable, a range or parameter the provider cannot
 	// ask.
-	Plan func(b *Base, call Call, req Request) (Plan, error)
+	Plan func(b *Base, call permit.Call, req Request) (Plan, error)
 	// Probe returns the request a probe of ds sends: the provider's
 	// cheapest window ending today and its row limit. ds may be nil (the
 	// probe then fails as Fetch does).
@@ -124,7 +125,7 @@ func (s *Skeleton) Probe(ctx context.Context, ds *registry.Dataset) (ProbeAnswer
 }
 
 func (s *Skeleton) fetch(ctx context.Context, req Request, probe bool) (*Response, error) {
-	call, _, derr := s.base.Dataset(req, probe)
+	call, ds, derr := s.base.Dataset(req, probe)
 	if derr != nil {
 		return nil, derr
 	}
@@ -135,6 +136,9 @@ func (s *Skeleton) fetch(ctx context.Context, req Request, probe bool) (*Respons
 	p, err := s.steps.Plan(s.base, call, req)
 	if err != nil {
 		return nil, s.base.Fail(call, 0, AsError(err))
+	}
+	if p.Exchange.Bounds == (registry.Bounds{}) {
+		p.Exchange.Bounds = ds.Bounds // the dataset's own override its provider's
 	}
 	send := p.Send
 	if send == nil {

@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/planner"
-	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/workflows"
 )
@@ -51,7 +51,7 @@ const benchRateScale = 10
 // 100 ms, the limiter's round trips on a loaded box widened the default
 // 50 ms for good to up to 2 s, and every KIS window then paid it. A
 // worker's own KIS windows no longer pay the tolerance at all.)
-const benchTolerance = ratelimit.DefaultTolerance
+const benchTolerance = ledger.DefaultTolerance
 
 // writeBenchRegistry writes the default registry into dir with KIS's and
 // ECOS's unknown daily quotas declared as benchQuota, and loads it.

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 )
 
 // predict fills in each scope plan's makespan and provider-days by
 // running the plan's calls through the limiter's own ledger
-// (ratelimit.Ledger.Reserve) on a virtual clock: every call is asked for
+// (ledger.Ledger.Reserve) on a virtual clock: every call is asked for
 // as soon as the one before it was granted (a backlog that never
 // empties), a call counting against several scopes is granted only at an
 // instant every one of them allows, and a scope whose day's share is spent
@@ -141,8 +141,8 @@ func dayNumber(t time.Time, loc *time.Location) int {
 
 // scopeSim is one scope instance's ledger in a prediction.
 type scopeSim struct {
-	lim    ratelimit.Limits
-	ledger ratelimit.Ledger
+	lim    ledger.Limits
+	ledger ledger.Ledger
 	plan   *ScopePlan
 	calls  int
 	last   time.Time
@@ -168,9 +168,9 @@ func (s *scopeSim) commit(at time.Time) {
 // slot (RetryIn) or the quota's reset as a client does, and returns it.
 // It asks as one worker process does, its grants chained (each sent at
 // its grant's time, which keeps every link).
-func reserve(l *ratelimit.Ledger, lim ratelimit.Limits, now time.Time) time.Time {
+func reserve(l *ledger.Ledger, lim ledger.Limits, now time.Time) time.Time {
 	for {
-		ans := l.Reserve(now, lim, ratelimit.Ask{N: 1, Rules: ratelimit.RulesLatest, Caller: "plan", Chain: true})
+		ans := l.Reserve(now, lim, ledger.Ask{N: 1, Rules: ledger.RulesLatest, Caller: "plan", Chain: true})
 		switch {
 		case len(ans.Grants) > 0:
 			return ans.Grants[0].At

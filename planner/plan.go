@@ -3,7 +3,7 @@
 // boundaries one call (or a few pages) can serve, as the dataset's wire
 // facts declare (wire.Coverage), counts the calls each chunk makes, and
 // predicts, per scope instance, the provider-days and the makespan at the
-// declared limits with the limiter's own arithmetic (ratelimit.Ledger).
+// declared limits with the limiter's own arithmetic (ledger.Ledger).
 //
 // The package is pure: no I/O, no clock; the run's start is a parameter.
 package planner
@@ -14,7 +14,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/wire"
 )
@@ -33,7 +33,7 @@ type Input struct {
 	// does (≤ 0 means 1); daily quotas are not scaled.
 	RateScale float64
 	// Tolerance is the limiter's send tolerance; 0 means
-	// ratelimit.DefaultTolerance.
+	// ledger.DefaultTolerance.
 	Tolerance time.Duration
 }
 
@@ -318,12 +318,12 @@ func (p *Plan) finish(reg *registry.Registry, in Input, backfill bool) {
 
 // limitsOf is the ledger's limits of a scope plan: the scope's declared
 // limits at the rate scale, the daily quota replaced by the share.
-func limitsOf(s *registry.ScopeInstance, sp *ScopePlan, in Input) ratelimit.Limits {
+func limitsOf(s *registry.ScopeInstance, sp *ScopePlan, in Input) ledger.Limits {
 	tol := in.Tolerance
 	if tol <= 0 {
-		tol = ratelimit.DefaultTolerance
+		tol = ledger.DefaultTolerance
 	}
-	lim := ratelimit.FromScope(s, in.RateScale, tol)
+	lim := ledger.FromScope(s, in.RateScale, tol)
 	if lim.DailyQuota > 0 {
 		lim.DailyQuota = sp.Share
 	}

@@ -9,7 +9,7 @@ import (
 
 	_ "github.com/sluicehq/sluice/connector/all"
 	"github.com/sluicehq/sluice/planner"
-	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -115,9 +115,9 @@ func TestMakespanIsTheLedgers(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tol == 0 {
-			tol = ratelimit.DefaultTolerance
+			tol = ledger.DefaultTolerance
 		}
-		want := 9 * (time.Second + min(tol, ratelimit.ChainMargin+3*time.Millisecond) + time.Millisecond)
+		want := 9 * (time.Second + min(tol, ledger.ChainMargin+3*time.Millisecond) + time.Millisecond)
 		if got := scope(t, p, "upbit/ip").Makespan; got != want {
 			t.Errorf("τ %s: makespan %s, want %s", tol, got, want)
 		}
@@ -127,7 +127,7 @@ func TestMakespanIsTheLedgers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := scope(t, p, "upbit/ip").Makespan, 9*(100*time.Millisecond+ratelimit.ChainMargin+3*time.Millisecond+time.Millisecond); got != want {
+	if got, want := scope(t, p, "upbit/ip").Makespan, 9*(100*time.Millisecond+ledger.ChainMargin+3*time.Millisecond+time.Millisecond); got != want {
 		t.Errorf("scaled makespan %s, want %s", got, want)
 	}
 }

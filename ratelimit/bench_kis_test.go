@@ -19,6 +19,8 @@ import (
 	_ "github.com/sluicehq/sluice/connector/all"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	_ "github.com/sluicehq/sluice/simulator/all"
@@ -85,16 +87,15 @@ func newKISRig(b *testing.B, n, dailyQuota int, opts ratelimit.ClientOptions) *k
 		}
 		c, err := connector.New(reg.Provider("kis"), connector.Options{
 			BaseURL: r.url, Credentials: connector.MapCredentials(simulator.TestCredentials(reg)), TokenStore: r.store, Logger: quiet,
-			Gate: func(ctx context.Context, call connector.Call) (connector.Permit, error) {
+			Limiter: permit.Funcs{WaitFunc: func(ctx context.Context, call permit.Call) (permit.Permit, error) {
 				p, err := g.Wait(ctx, call)
-				if err == nil && call.Kind == connector.CallData {
+				if err == nil && call.Kind == permit.CallData {
 					r.mu.Lock()
 					r.sends = append(r.sends, time.Now())
 					r.mu.Unlock()
 				}
 				return p, err
-			},
-			Observe: g.Observe,
+			}, ObserveFunc: g.Observe},
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -110,7 +111,7 @@ func newKISRig(b *testing.B, n, dailyQuota int, opts ratelimit.ClientOptions) *k
 }
 
 // call makes KIS data call i through process p's connector.
-func (r *kisRig) call(ctx context.Context, p, i int, prio connector.Priority) error {
+func (r *kisRig) call(ctx context.Context, p, i int, prio permit.Priority) error {
 	ds := r.ds[i%len(r.ds)]
 	day := time.Date(2026, 8, 3, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(i/len(r.ds))%200)
 	resp, err := r.conns[p].Fetch(ctx, connector.Request{Dataset: ds, From: day, To: day, Priority: prio})
@@ -127,7 +128,7 @@ func (r *kisRig) call(ctx context.Context, p, i int, prio connector.Priority) er
 
 // run makes calls from..to−1 through process p with workers concurrent
 // callers; it returns the first error.
-func (r *kisRig) run(ctx context.Context, p, from, to, workers int, prio connector.Priority) error {
+func (r *kisRig) run(ctx context.Context, p, from, to, workers int, prio permit.Priority) error {
 	var next atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
@@ -208,7 +209,7 @@ func BenchmarkKISLongRun(b *testing.B) {
 	}
 	r := newKISRig(b, 1, 2*n, opts)
 	lim := r.gates[0].Limits("kis/key")
-	var per ratelimit.Window
+	var per ledger.Window
 	for _, w := range lim.Windows {
 		if per.Count == 0 || float64(w.Count)/float64(w.Length) < float64(per.Count)/float64(per.Length) {
 			per = w
@@ -218,7 +219,7 @@ func BenchmarkKISLongRun(b *testing.B) {
 	for range b.N {
 		r.sends = r.sends[:0]
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-		err := r.run(ctx, 0, 0, n, 20, connector.PriorityDaily)
+		err := r.run(ctx, 0, 0, n, 20, permit.PriorityDaily)
 		cancel()
 		if err != nil {
 			b.Fatal(err)
@@ -261,7 +262,7 @@ func BenchmarkDailyDuringBackfill(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if err := r.run(ctx, 0, 0, batch, 20, connector.PriorityDaily); err != nil {
+		if err := r.run(ctx, 0, 0, batch, 20, permit.PriorityDaily); err != nil {
 			b.Fatal(err)
 		}
 		alone += time.Since(start)
@@ -271,10 +272,10 @@ func BenchmarkDailyDuringBackfill(b *testing.B) {
 
 		bctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- r.run(bctx, 1, batch, 1<<30, 30, connector.PriorityBackfill) }()
+		go func() { done <- r.run(bctx, 1, batch, 1<<30, 30, permit.PriorityBackfill) }()
 		time.Sleep(3 * time.Second) // the backfill saturates the scope
 		start = time.Now()
-		if err := r.run(ctx, 0, 0, batch, 20, connector.PriorityDaily); err != nil {
+		if err := r.run(ctx, 0, 0, batch, 20, permit.PriorityDaily); err != nil {
 			b.Fatal(err)
 		}
 		during += time.Since(start)

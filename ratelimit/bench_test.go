@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 )
 
 // BenchmarkAcquire measures the limiter's service: permits a second and the
@@ -22,7 +23,7 @@ import (
 func BenchmarkAcquire(b *testing.B) {
 	tc := startTemporal(b)
 	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
-	lim := ratelimit.Limits{Windows: []ratelimit.Window{{Length: time.Millisecond, Count: 10_000}}, Tolerance: time.Second}
+	lim := ledger.Limits{Windows: []ledger.Window{{Length: time.Millisecond, Count: 10_000}}, Tolerance: time.Second}
 	ctx := context.Background()
 	if err := lc.Warm(ctx, "bench/key", lim); err != nil {
 		b.Fatal(err)

@@ -7,7 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // Chained grants (RulesChain). A limiter spaces each window from the
@@ -58,7 +59,7 @@ const (
 // keepSends is how long a process remembers its sends: past the longest
 // chained window, the limiter's horizon and the widest tolerance, no link
 // can name them.
-const keepSends = chainMaxWindow + MaxAhead + maxTolerance + time.Second
+const keepSends = ledger.ChainMaxWindow + ledger.MaxAhead + ledger.MaxTolerance + time.Second
 
 // stuckLeave is how long a request that left (or was written) is waited
 // for before it counts as sent and answered then, although its connector
@@ -239,10 +240,10 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 }
 
 // Track returns what follows the permits' request to the wire
-// (connector.Permit.Track): its last check before the write, the write,
+// (permit.Permit.Track): its last check before the write, the write,
 // and the end of its round trip, so that the process's later grants are
 // spaced from when it was written.
-func (c *Client) Track(permits []Permit) connector.SendTracker {
+func (c *Client) Track(permits []Permit) permit.SendTracker {
 	return sendTracker{c: c, permits: slices.Clone(permits)}
 }
 
@@ -339,21 +340,21 @@ const chainMinSamples = 8
 // chainWorth reports whether the process should chain its grants of a
 // scope with these limits (at tolerance tol): once the scope's median
 // round trip of the last 64 is known (chainMinSamples), shorter than
-// tol less ChainMargin and chainLead (a chained window costs the round
+// tol less ChainMargin and ChainLead (a chained window costs the round
 // trip, an unchained one the tolerance) and under half its shortest window
 // or interval a grant is chained over (a provider slower than that would
 // keep each linked call waiting for the answer before it). Otherwise the
 // scope's grants are spaced by their tolerance. c.mu held.
-func (b *batcher) chainWorth(lim Limits, tol time.Duration) bool {
+func (b *batcher) chainWorth(lim ledger.Limits, tol time.Duration) bool {
 	if b.roundTrips.n < chainMinSamples {
 		return false
 	}
-	if rt := b.roundTrips.median(); rt+ChainMargin+chainLead >= tol {
+	if rt := b.roundTrips.median(); rt+ledger.ChainMargin+ledger.ChainLead >= tol {
 		return false
 	}
 	shortest := lim.MinInterval
 	for _, w := range lim.Windows {
-		if w.Length <= chainMaxWindow && (shortest == 0 || w.Length < shortest) {
+		if w.Length <= ledger.ChainMaxWindow && (shortest == 0 || w.Length < shortest) {
 			shortest = w.Length
 		}
 	}

@@ -14,7 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // ErrLate means a permit's send window passed before the caller could use
@@ -25,7 +26,7 @@ var ErrLate = errors.New("permit expired before use")
 // room within the caller's maximum wait.
 type QuotaError struct {
 	Scope string
-	QuotaExhausted
+	ledger.QuotaExhausted
 }
 
 // Error says which scope's quota is spent and until when.
@@ -82,7 +83,7 @@ type Permit struct {
 	// Links are the process's own earlier grants of the scope this call
 	// keeps its distance from (a limiter of RulesChain): Wait and
 	// Client.Ready hold it back until each allows it.
-	Links []Link
+	Links []ledger.Link
 
 	client *Client
 }
@@ -235,7 +236,7 @@ type AcquireOptions struct {
 	NotBefore, NotAfter time.Time
 	// Priority is the call's class: daily callers (the zero value) are
 	// served before backfill callers, in this process and at the limiter.
-	Priority connector.Priority
+	Priority permit.Priority
 	// Chain says the caller reports its request's way to the wire
 	// through Client.Track: the client then asks for chained grants
 	// (RulesChain) once the scope's answers are known to come back quickly
@@ -246,7 +247,7 @@ type AcquireOptions struct {
 
 type waiter struct {
 	ctx    context.Context
-	limits Limits
+	limits ledger.Limits
 	opts   AcquireOptions
 	res    chan result
 }
@@ -288,7 +289,7 @@ type batcher struct {
 // for a round trip to the limiter (batched with the process's other
 // callers), longer only when no slot fits within MaxAhead; it does not
 // wait for the permit's send time: call Permit.Wait before sending.
-func (c *Client) Acquire(ctx context.Context, scopeID string, lim Limits, opts AcquireOptions) (Permit, error) {
+func (c *Client) Acquire(ctx context.Context, scopeID string, lim ledger.Limits, opts AcquireOptions) (Permit, error) {
 	if err := lim.Validate(); err != nil {
 		return Permit{}, fmt.Errorf("acquiring permit for %s: %w", scopeID, err)
 	}
@@ -351,7 +352,7 @@ func (c *Client) take(b *batcher) []*waiter {
 	defer c.mu.Unlock()
 	var lead *waiter
 	for _, w := range b.pending {
-		if w.ctx.Err() == nil && (lead == nil || lead.opts.Priority != connector.PriorityDaily && w.opts.Priority == connector.PriorityDaily) {
+		if w.ctx.Err() == nil && (lead == nil || lead.opts.Priority != permit.PriorityDaily && w.opts.Priority == permit.PriorityDaily) {
 			lead = w
 		}
 	}
@@ -412,14 +413,14 @@ const (
 // widened to slow round trips (lateAnswer) — for good with a legacy
 // limiter, until they recover otherwise (narrow).
 func (b *batcher) tolerance(configured time.Duration) time.Duration {
-	if !b.fit || !Rules(b.rules).Priority || len(b.rtts) < rttMinSamples {
+	if !b.fit || !ledger.Rules(b.rules).Priority || len(b.rtts) < rttMinSamples {
 		return max(configured, b.tol)
 	}
 	sorted := slices.Sorted(slices.Values(b.rtts))
 	p75 := sorted[len(sorted)*3/4]
 	fit := p75 + p75/2 + wakeMargin
 	if fit > configured {
-		return min(fit, maxTolerance)
+		return min(fit, ledger.MaxTolerance)
 	}
 	return max(fit, min(MinTolerance, configured))
 }
@@ -477,7 +478,7 @@ const initialBackoff = 50 * time.Millisecond
 func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Duration) {
 	lim, maxWait := batch[0].limits, batch[0].opts.MaxWait
 	for _, w := range batch[1:] {
-		lim = Stricter(lim, w.limits)
+		lim = ledger.Stricter(lim, w.limits)
 		maxWait = min(maxWait, w.opts.MaxWait)
 	}
 	configured := lim.Tolerance
@@ -491,14 +492,14 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 		lead = b.roundTrips.median() + time.Millisecond
 	}
 	delay := batch[0].opts.Delay
-	if nb := batch[0].opts.NotBefore; !nb.IsZero() && !Rules(b.rules).Window {
+	if nb := batch[0].opts.NotBefore; !nb.IsZero() && !ledger.Rules(b.rules).Window {
 		// A limiter before RulesWindow (or one not heard from yet) ignores
 		// the window: the start is asked for as a delay on this clock too
 		// (and a grant after the window is given back: outside).
 		delay = max(delay, time.Until(nb))
 	}
 	c.mu.Unlock()
-	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.horizon(), Delay: delay,
+	return AcquireRequest{N: len(batch), Limits: lim, MaxWait: maxWait, Horizon: lim.Horizon(), Delay: delay,
 		Release: release, Caller: c.caller, Priority: batch[0].opts.Priority, Chain: chain, Lead: lead,
 		NotBefore: batch[0].opts.NotBefore, NotAfter: batch[0].opts.NotAfter}, configured
 }
@@ -595,7 +596,7 @@ const narrowSamples = 8
 // with, which must then never shrink.
 func (c *Client) narrow(b *batcher, configured time.Duration) {
 	c.mu.Lock()
-	if b.tol <= configured || !Rules(b.rules).Priority || len(b.rtts) < narrowSamples {
+	if b.tol <= configured || !ledger.Rules(b.rules).Priority || len(b.rtts) < narrowSamples {
 		c.mu.Unlock()
 		return
 	}
@@ -626,9 +627,9 @@ func (c *Client) lateAnswer(b *batcher, rtt, tol, configured time.Duration, resp
 	if rtt > configured {
 		b.late++
 	}
-	if b.late >= 3 && b.tol < maxTolerance {
+	if b.late >= 3 && b.tol < ledger.MaxTolerance {
 		c.mu.Lock()
-		b.tol = min(2*rtt, maxTolerance)
+		b.tol = min(2*rtt, ledger.MaxTolerance)
 		c.mu.Unlock()
 		c.log.Warn("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
 			"rtt", rtt, "tolerance", configured, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
@@ -660,7 +661,7 @@ func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp A
 			permits[i].Links = resp.Links[i]
 		}
 	}
-	if tracked && Rules(resp.Rules).Chain {
+	if tracked && ledger.Rules(resp.Rules).Chain {
 		c.recordSends(b, permits, req.Chain, received)
 	}
 	var again []*waiter
@@ -698,7 +699,7 @@ func (c *Client) requeue(b *batcher, batch []*waiter) {
 // Warm starts a scope's limiter if it is not running, and has it recover
 // the state of the run before it if it must, so that the first acquire
 // pays for neither.
-func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
+func (c *Client) Warm(ctx context.Context, scopeID string, lim ledger.Limits) error {
 	if err := lim.Validate(); err != nil {
 		return fmt.Errorf("warming limiter %s: %w", scopeID, err)
 	}
@@ -728,7 +729,7 @@ func (c *Client) Warm(ctx context.Context, scopeID string, lim Limits) error {
 	return nil
 }
 
-func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOperation {
+func (c *Client) startOp(scopeID string, lim ledger.Limits) client.WithStartWorkflowOperation {
 	return c.tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       WorkflowID(scopeID),
 		TaskQueue:                c.taskQueue,
@@ -737,7 +738,7 @@ func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOpe
 	}, WorkflowName, LimiterInput{ScopeID: scopeID, Protocol: LimiterProtocol, Limits: lim})
 }
 
-func (c *Client) acquire(scopeID string, lim Limits, req AcquireRequest) (AcquireResponse, error) {
+func (c *Client) acquire(scopeID string, lim ledger.Limits, req AcquireRequest) (AcquireResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var resp AcquireResponse
@@ -747,7 +748,7 @@ func (c *Client) acquire(scopeID string, lim Limits, req AcquireRequest) (Acquir
 	return resp, nil
 }
 
-func (c *Client) updateWithStart(ctx context.Context, scopeID string, lim Limits, name string, arg, out any) error {
+func (c *Client) updateWithStart(ctx context.Context, scopeID string, lim ledger.Limits, name string, arg, out any) error {
 	h, err := c.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: c.startOp(scopeID, lim),
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -766,7 +767,7 @@ func (c *Client) updateWithStart(ctx context.Context, scopeID string, lim Limits
 // Penalize tells a scope's limiter that the provider answered with its
 // rate-limit error: a confirmed rejection lowers the scope's rate and
 // holds grants back for the provider's wait (see Ledger.Penalize).
-func (c *Client) Penalize(ctx context.Context, scopeID string, lim Limits, req PenalizeRequest) (PenalizeResponse, error) {
+func (c *Client) Penalize(ctx context.Context, scopeID string, lim ledger.Limits, req PenalizeRequest) (PenalizeResponse, error) {
 	req.Caller = c.caller
 	var resp PenalizeResponse
 	if err := c.updateWithStart(ctx, scopeID, lim, PenalizeUpdate, req, &resp); err != nil {
@@ -778,8 +779,8 @@ func (c *Client) Penalize(ctx context.Context, scopeID string, lim Limits, req P
 // Reconfigure sets a scope's operator limits (nil clears them) through
 // the reconfigure update, starting the limiter if needed; the ledger keeps
 // its history and day counts.
-func (c *Client) Reconfigure(ctx context.Context, scopeID string, lim *Limits, reason string) (State, error) {
-	start := Limits{Tolerance: DefaultTolerance}
+func (c *Client) Reconfigure(ctx context.Context, scopeID string, lim *ledger.Limits, reason string) (State, error) {
+	start := ledger.Limits{Tolerance: ledger.DefaultTolerance}
 	if lim != nil {
 		if err := lim.Validate(); err != nil {
 			return State{}, fmt.Errorf("reconfiguring %s: %w", scopeID, err)

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // TestTakeServesDailyFirst: a process's batch for a scope is the first
@@ -14,10 +15,10 @@ import (
 // an earlier backfill went first).
 func TestTakeServesDailyFirst(t *testing.T) {
 	ctx := context.Background()
-	w := func(p connector.Priority) *waiter {
+	w := func(p permit.Priority) *waiter {
 		return &waiter{ctx: ctx, opts: AcquireOptions{Priority: p}, res: make(chan result, 1)}
 	}
-	bf1, d1, bf2, d2 := w(connector.PriorityBackfill), w(connector.PriorityDaily), w(connector.PriorityBackfill), w(connector.PriorityDaily)
+	bf1, d1, bf2, d2 := w(permit.PriorityBackfill), w(permit.PriorityDaily), w(permit.PriorityBackfill), w(permit.PriorityDaily)
 	c := &Client{scopes: map[string]*batcher{}}
 	b := &batcher{scope: "x", pending: []*waiter{bf1, d1, bf2, d2}}
 	if got := c.take(b); len(got) != 2 || got[0] != d1 || got[1] != d2 {
@@ -49,7 +50,7 @@ func TestFittedTolerance(t *testing.T) {
 	if got := b.tolerance(50 * ms); got != 50*ms {
 		t.Errorf("legacy limiter: %s, want the configured 50ms", got)
 	}
-	b.rules = RulesPriority
+	b.rules = ledger.RulesPriority
 	fill(b, 10*ms)
 	if got := b.tolerance(50 * ms); got != 18*ms {
 		t.Errorf("10ms round trips: %s, want 18ms", got)
@@ -83,23 +84,23 @@ func TestWidenedToleranceNarrows(t *testing.T) {
 		recovered time.Duration // the round trips after the slow ones
 		want      time.Duration
 	}{
-		{RulesLatest, 10 * ms, configured},
-		{RulesPriority, 40 * ms, 80 * ms},
-		{RulesLegacy, 10 * ms, 200 * ms},
+		{ledger.RulesLatest, 10 * ms, configured},
+		{ledger.RulesPriority, 40 * ms, 80 * ms},
+		{ledger.RulesLegacy, 10 * ms, 200 * ms},
 	} {
 		c := NewClient(nil, ClientOptions{})
 		c.mu.Lock()
 		b := c.batcher("x")
 		c.mu.Unlock()
-		ask := func(rtt time.Duration, grants []Grant) {
+		ask := func(rtt time.Duration, grants []ledger.Grant) {
 			tol := b.tolerance(configured)
 			batch := []*waiter{{ctx: context.Background(), res: make(chan result, 1)}}
-			req := AcquireRequest{N: 1, Limits: Limits{MinInterval: 150 * ms, Tolerance: tol}}
+			req := AcquireRequest{N: 1, Limits: ledger.Limits{MinInterval: 150 * ms, Tolerance: tol}}
 			c.answer(b, batch, req, configured, AcquireResponse{Grants: grants, Rules: tc.rules}, time.Now(), rtt)
 			b.pending = nil
 		}
 		for i := range 3 {
-			ask(100*ms, []Grant{{ID: uint64(i + 1)}})
+			ask(100*ms, []ledger.Grant{{ID: uint64(i + 1)}})
 		}
 		if got := b.tolerance(configured); got != 200*ms {
 			t.Fatalf("rules %d: after three answers of 100ms, tolerance %v, want widened to 200ms", tc.rules, got)

@@ -16,6 +16,8 @@ import (
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/internal/heartbeat"
 	"github.com/sluicehq/sluice/metrics"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -59,16 +61,17 @@ type GateOptions struct {
 }
 
 // Gate is the rate-limit policy of one worker process, plugged into every
-// connector (connector.Options.Gate and Observe): before a data call it
-// holds a permit of every scope instance the call counts against, at one
-// common moment; after the call it reports what the provider said — a
-// rejection to the scopes' limiters, Remaining-Req to the metrics, an
-// operational event for every backoff and every exhausted quota. Token
-// calls are paced by the token store, not here. Safe for concurrent use.
+// connector as its permit.Limiter (connector.Options.Limiter): before a
+// data call it holds a permit of every scope instance the call counts
+// against, at one common moment; after the call it reports what the
+// provider said — a rejection to the scopes' limiters, Remaining-Req to
+// the metrics, an operational event for every backoff and every exhausted
+// quota. Token calls are paced by the token store, not here. Safe for
+// concurrent use.
 type Gate struct {
 	reg          *registry.Registry
 	client       *Client
-	limits       map[string]Limits
+	limits       map[string]ledger.Limits
 	maxQuotaWait time.Duration
 	events       *events.Emitter
 	metrics      *metrics.Metrics
@@ -80,6 +83,9 @@ type Gate struct {
 	spentMu sync.Mutex
 	spent   map[string]spentQuota
 }
+
+// The Gate is a connector's permit.Limiter.
+var _ permit.Limiter = (*Gate)(nil)
 
 // spentQuota is a provider's own word that a scope's quota is used up.
 type spentQuota struct {
@@ -96,9 +102,9 @@ func NewGate(o GateOptions) (*Gate, error) {
 	}
 	tol := o.Tolerance
 	if tol <= 0 {
-		tol = DefaultTolerance
+		tol = ledger.DefaultTolerance
 	}
-	g := &Gate{reg: o.Registry, client: o.Client, limits: map[string]Limits{}, maxQuotaWait: max(o.MaxQuotaWait, 0),
+	g := &Gate{reg: o.Registry, client: o.Client, limits: map[string]ledger.Limits{}, maxQuotaWait: max(o.MaxQuotaWait, 0),
 		events: o.Events, metrics: o.Metrics, log: o.Logger, now: o.Now, spent: map[string]spentQuota{}}
 	if g.now == nil {
 		g.now = time.Now
@@ -107,7 +113,7 @@ func NewGate(o GateOptions) (*Gate, error) {
 		g.log = slog.Default()
 	}
 	for _, s := range o.Registry.Scopes {
-		lim := FromScope(s, o.RateScale, tol)
+		lim := ledger.FromScope(s, o.RateScale, tol)
 		if err := lim.Validate(); err != nil {
 			return nil, fmt.Errorf("creating rate-limit gate: scope %s at rate scale %g: %w", s.ID, o.RateScale, err)
 		}
@@ -125,7 +131,7 @@ func NewGate(o GateOptions) (*Gate, error) {
 }
 
 // Limits returns the limits the gate asks a scope instance's limiter for.
-func (g *Gate) Limits(scopeID string) Limits { return g.limits[scopeID] }
+func (g *Gate) Limits(scopeID string) ledger.Limits { return g.limits[scopeID] }
 
 // MaxQuotaWait is how long a dataset may wait for a quota reset (0 for a
 // nil gate).
@@ -174,24 +180,24 @@ func trackerOf(ctx context.Context) *tracker {
 	return t
 }
 
-// Wait is connector.Options.Gate: it returns when the call may be sent,
+// Wait is permit.Limiter.Wait: it returns when the call may be sent,
 // holding a permit of every scope instance the call counts against, with
 // the earliest of their deadlines: the connector checks it again once its
 // connection is ready and asks again when the request would leave late. A
 // data call whose dataset has no scope is refused (BadRequest, never
 // retried): no call leaves without a permit. Token calls are paced by the
 // token store (once a minute per app key), not here.
-func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit, error) {
-	if call.Kind != connector.CallData {
-		return connector.Permit{}, nil
+func (g *Gate) Wait(ctx context.Context, call permit.Call) (permit.Permit, error) {
+	if call.Kind != permit.CallData {
+		return permit.Permit{}, nil
 	}
 	scopes := g.reg.ScopesFor(call.Dataset)
 	if len(scopes) == 0 {
-		return connector.Permit{}, &connector.Error{Class: connector.BadRequest, Provider: call.Provider, Dataset: call.Dataset, Code: CodeNoScope,
+		return permit.Permit{}, &connector.Error{Class: connector.BadRequest, Provider: call.Provider, Dataset: call.Dataset, Code: CodeNoScope,
 			Message: "the dataset counts against no rate-limit scope of the registry, so no permit can be held for it: the call is refused"}
 	}
 	if e := g.spentError(call, scopes); e != nil {
-		return connector.Permit{}, e
+		return permit.Permit{}, e
 	}
 	// A call waiting for its permits keeps its activity alive.
 	stop := heartbeat.Every(ctx, time.Second)
@@ -206,20 +212,20 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 				msg = fmt.Sprintf("the backfill share of the daily quota (%d calls after the reserved daily demand) used up until %s", q.Quota, q.ResetAt.Format(time.RFC3339))
 			}
 			g.emit(ctx, events.Event{Kind: events.KindQuotaExhausted, Scope: q.Scope, Provider: call.Provider, Dataset: call.Dataset, Message: msg})
-			return connector.Permit{}, &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
+			return permit.Permit{}, &connector.Error{Class: connector.QuotaExhausted, Provider: call.Provider, Dataset: call.Dataset,
 				Code: CodeQuota, Message: q.Error(), ResetAt: q.ResetAt}
 		}
 		var w *WaitError
 		if errors.As(err, &w) {
-			return connector.Permit{}, &connector.Error{Class: connector.RateLimited, Provider: call.Provider, Dataset: call.Dataset,
+			return permit.Permit{}, &connector.Error{Class: connector.RateLimited, Provider: call.Provider, Dataset: call.Dataset,
 				Code: CodeHeldBack, Message: w.Error(), RetryAfter: w.Wait}
 		}
-		return connector.Permit{}, err
+		return permit.Permit{}, err
 	}
 	if e := g.spentError(call, scopes); e != nil {
 		// The provider said the quota is spent while this call waited.
 		g.client.Release(permits...)
-		return connector.Permit{}, e
+		return permit.Permit{}, e
 	}
 	waited := time.Since(start)
 	t := trackerOf(ctx)
@@ -235,7 +241,7 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 	if t != nil {
 		t.mu.Unlock()
 	}
-	grant := connector.Permit{Track: spentGuard{SendTracker: g.client.Track(permits), g: g, call: call, scopes: scopes}}
+	grant := permit.Permit{Track: spentGuard{SendTracker: g.client.Track(permits), g: g, call: call, scopes: scopes}}
 	for _, p := range permits {
 		if grant.Deadline.IsZero() || p.Deadline.Before(grant.Deadline) {
 			grant.Deadline = p.Deadline
@@ -264,13 +270,13 @@ func (g *Gate) Wait(ctx context.Context, call connector.Call) (connector.Permit,
 //
 // A set held but missed by this process — it stalled past a deadline
 // (ErrLate) — is given back and held again, up to maxLate times in a row.
-func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio connector.Priority, chain bool) ([]Permit, error) {
+func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio permit.Priority, chain bool) ([]Permit, error) {
 	order := make([]int, len(scopes))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(g.limits[scopes[b].ID].spacing(), g.limits[scopes[a].ID].spacing()); c != 0 {
+		if c := cmp.Compare(g.limits[scopes[b].ID].Spacing(), g.limits[scopes[a].ID].Spacing()); c != 0 {
 			return c
 		}
 		return strings.Compare(scopes[a].ID, scopes[b].ID)
@@ -308,7 +314,7 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio 
 // the window the grants before it leave, the first no earlier than from.
 // It returns how many of order it holds (in held) and a *NotWithinError
 // when a scope has no slot in its window.
-func (g *Gate) holdFrom(ctx context.Context, scopes []*registry.ScopeInstance, order []int, held []Permit, from time.Time, prio connector.Priority, chain bool) (int, error) {
+func (g *Gate) holdFrom(ctx context.Context, scopes []*registry.ScopeInstance, order []int, held []Permit, from time.Time, prio permit.Priority, chain bool) (int, error) {
 	notBefore, notAfter := from, time.Time{}
 	for n, i := range order {
 		s := scopes[i]
@@ -356,13 +362,13 @@ func heldOnly(held []Permit, idx []int) []Permit {
 	return out
 }
 
-// Observe is connector.Options.Observe: it counts the call, exports what
+// Observe is permit.Limiter.Observe: it counts the call, exports what
 // the provider says is left of its budget, and when the provider rejected
 // a call the limiter had granted — the declaration was wrong — penalizes
 // each of the call's scopes and records a ratelimit.backoff event.
-func (g *Gate) Observe(ctx context.Context, o connector.Observation) {
+func (g *Gate) Observe(ctx context.Context, o permit.Observation) {
 	call := o.Call
-	if call.Kind != connector.CallData {
+	if call.Kind != permit.CallData {
 		return
 	}
 	if r := o.Remaining; r != nil {
@@ -388,11 +394,11 @@ func (g *Gate) Observe(ctx context.Context, o connector.Observation) {
 	}
 	var ce *connector.Error
 	errors.As(o.Err, &ce)
-	pen := Penalty{RetryAfter: ce.RetryAfter, Block: class == connector.Blocked}
+	pen := ledger.Penalty{RetryAfter: ce.RetryAfter, Block: class == connector.Blocked}
 	if pen.Block && !ce.Until.IsZero() {
 		pen.RetryAfter = time.Until(ce.Until)
 	}
-	pen.RetryAfter = min(max(pen.RetryAfter, 0), MaxPause)
+	pen.RetryAfter = min(max(pen.RetryAfter, 0), ledger.MaxPause)
 	var grants map[string]uint64
 	if t := trackerOf(ctx); t != nil {
 		t.mu.Lock()
@@ -437,7 +443,7 @@ func (g *Gate) Observe(ctx context.Context, o connector.Observation) {
 // refusals (CodeQuota) and answers without a reset are not remembered.
 // The memory is this process's: another worker learns it from its own
 // first refused call.
-func (g *Gate) quotaSpent(ctx context.Context, call connector.Call, scopes []*registry.ScopeInstance, err error) {
+func (g *Gate) quotaSpent(ctx context.Context, call permit.Call, scopes []*registry.ScopeInstance, err error) {
 	var ce *connector.Error
 	if !errors.As(err, &ce) || ce.Code == CodeQuota || ce.ResetAt.IsZero() || !ce.ResetAt.After(g.now()) {
 		return
@@ -470,7 +476,7 @@ func (g *Gate) quotaSpent(ctx context.Context, call connector.Call, scopes []*re
 
 // spentError is the refusal of a call against a scope whose quota the
 // provider said is spent (quotaSpent), or nil.
-func (g *Gate) spentError(call connector.Call, scopes []*registry.ScopeInstance) *connector.Error {
+func (g *Gate) spentError(call permit.Call, scopes []*registry.ScopeInstance) *connector.Error {
 	now := g.now()
 	g.spentMu.Lock()
 	defer g.spentMu.Unlock()
@@ -496,9 +502,9 @@ func (g *Gate) spentError(call connector.Call, scopes []*registry.ScopeInstance)
 // asks the gate again at its last check, and the gate refuses it. Its
 // slot counts as used.
 type spentGuard struct {
-	connector.SendTracker
+	permit.SendTracker
 	g      *Gate
-	call   connector.Call
+	call   permit.Call
 	scopes []*registry.ScopeInstance
 }
 
@@ -524,7 +530,7 @@ func (g *Gate) emit(ctx context.Context, e events.Event) {
 	g.events.Emit(ctx, e)
 }
 
-func describeLimits(l Limits) string {
+func describeLimits(l ledger.Limits) string {
 	var parts []string
 	for _, w := range l.Windows {
 		parts = append(parts, fmt.Sprintf("%d/%s", w.Count, w.Length))

@@ -13,6 +13,8 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -89,7 +91,7 @@ func testGateHoldsEveryScopeAtOnce(t *testing.T, tracks bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := g.Wait(ctx, connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData, Tracks: tracks})
+			p, err := g.Wait(ctx, permit.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: permit.CallData, Tracks: tracks})
 			if err != nil {
 				t.Errorf("wait: %v", err)
 				return
@@ -140,7 +142,7 @@ func TestGateRefusesCallWithoutScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Wait(context.Background(), connector.Call{Provider: "fred", Dataset: "fred-unscoped", Kind: connector.CallData})
+	_, err = g.Wait(context.Background(), permit.Call{Provider: "fred", Dataset: "fred-unscoped", Kind: permit.CallData})
 	var ce *connector.Error
 	if !errors.As(err, &ce) || ce.Class != connector.BadRequest || ce.Code != ratelimit.CodeNoScope || ce.Dataset != "fred-unscoped" {
 		t.Fatalf("call without a scope: %v", err)
@@ -149,7 +151,7 @@ func TestGateRefusesCallWithoutScope(t *testing.T) {
 		t.Errorf("the limiter was asked %d times", st.Updates)
 	}
 	// Token calls are paced by the token store, not the gate.
-	if _, err := g.Wait(context.Background(), connector.Call{Provider: "fred", Kind: connector.CallToken}); err != nil {
+	if _, err := g.Wait(context.Background(), permit.Call{Provider: "fred", Kind: permit.CallToken}); err != nil {
 		t.Errorf("token call: %v", err)
 	}
 }
@@ -168,7 +170,7 @@ func TestGateRecordsCappedBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ratelimit.Track(context.Background())
-	call := connector.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: connector.CallData}
+	call := permit.Call{Provider: "fred", Dataset: "fred-dgs10", Kind: permit.CallData}
 	// The call needs permits of two scopes at once; on a cold, busy
 	// machine the first limiter round trips can outlast the tolerance
 	// until the client widens it, and the gate then answers Transient
@@ -186,14 +188,14 @@ func TestGateRecordsCappedBackoff(t *testing.T) {
 	if err2 != nil {
 		t.Fatal(err2)
 	}
-	g.Observe(ctx, connector.Observation{Call: call, Status: 418, Err: &connector.Error{Class: connector.Blocked, Provider: "fred", Code: "418",
+	g.Observe(ctx, permit.Observation{Call: call, Status: 418, Err: &connector.Error{Class: connector.Blocked, Provider: "fred", Code: "418",
 		Until: time.Now().Add(100 * 365 * 24 * time.Hour)}})
 	for _, scope := range []string{"fred/key", "fred/ip"} {
 		st, err := lc.State(ctx, scope)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Ledger.Penalties != 1 || st.Ledger.Decreases != 1 || st.Ledger.PausedUntil.Sub(st.Now) > ratelimit.MaxPause {
+		if st.Ledger.Penalties != 1 || st.Ledger.Decreases != 1 || st.Ledger.PausedUntil.Sub(st.Now) > ledger.MaxPause {
 			t.Errorf("%s after a century's block: penalties %d, decreases %d, paused until %v (now %v)", scope, st.Ledger.Penalties, st.Ledger.Decreases, st.Ledger.PausedUntil, st.Now)
 		}
 	}

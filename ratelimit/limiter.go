@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/internal/deployment"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 )
 
 // limiterUpdatesPerRun bounds a limiter run's history: after this many
@@ -58,17 +59,17 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 	s.ledger.Upgrade()
 	// Runs recorded before priorities keep the legacy rules on replay: the
 	// grants they answered were spaced by them.
-	rules := RulesLegacy
+	rules := ledger.RulesLegacy
 	if workflow.GetVersion(ctx, priorityChange, workflow.DefaultVersion, 1) >= 1 {
-		rules = RulesPriority
+		rules = ledger.RulesPriority
 		s.ledger.StampLate(s.effective)
 	}
-	if rules >= RulesPriority && workflow.GetVersion(ctx, chainChange, workflow.DefaultVersion, 1) >= 1 {
-		rules = RulesChain
+	if rules >= ledger.RulesPriority && workflow.GetVersion(ctx, chainChange, workflow.DefaultVersion, 1) >= 1 {
+		rules = ledger.RulesChain
 	}
 	// Every later generation is one more version of rulesChange.
-	if rules >= RulesChain {
-		if v := workflow.GetVersion(ctx, rulesChange, workflow.DefaultVersion, RulesLatest-RulesChain); v > 0 {
+	if rules >= ledger.RulesChain {
+		if v := workflow.GetVersion(ctx, rulesChange, workflow.DefaultVersion, ledger.RulesLatest-ledger.RulesChain); v > 0 {
 			rules += int(v)
 		}
 	}
@@ -85,7 +86,7 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 			}
 			lim := s.effective
 			s.ledger.Release(req.Release, lim)
-			ans := s.ledger.Reserve(now, lim, Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
+			ans := s.ledger.Reserve(now, lim, ledger.Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
 				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
 				Chain: req.Chain && req.Caller != "", Lead: req.Lead, NotBefore: req.NotBefore, NotAfter: req.NotAfter})
 			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
@@ -192,7 +193,7 @@ func caller(c string) string {
 
 // tolerance is the slack the ledger keeps after a grant to this caller: its
 // own tolerance, at least the operator's.
-func (s *limiterState) tolerance(req Limits) time.Duration {
+func (s *limiterState) tolerance(req ledger.Limits) time.Duration {
 	t := req.Tolerance
 	if s.override != nil {
 		t = max(t, s.override.Tolerance)
@@ -203,10 +204,10 @@ func (s *limiterState) tolerance(req Limits) time.Duration {
 // limiterState is a limiter run's state.
 type limiterState struct {
 	scope     string
-	ledger    Ledger
-	effective Limits
+	ledger    ledger.Ledger
+	effective ledger.Limits
 	callers   []CallerLimits // sorted by Caller
-	override  *Limits
+	override  *ledger.Limits
 	epoch     int
 	// reconfigured is set when this run was reconfigured while recovering:
 	// its override then wins over the recovered one.
@@ -225,7 +226,7 @@ func (s *limiterState) state(now time.Time, runID string) State {
 	// The generation is part of the answer from RulesAnswer on: the
 	// answers of earlier runs keep their recorded shape.
 	rules := 0
-	if s.rules >= RulesAnswer {
+	if s.rules >= ledger.RulesAnswer {
 		rules = s.rules
 	}
 	return State{Rules: rules, ScopeID: s.scope, RunID: runID, Limits: s.effective, Ledger: s.ledger, Callers: s.callers,
@@ -235,7 +236,7 @@ func (s *limiterState) state(now time.Time, runID string) State {
 
 // see records the limits a caller asks with and recomputes the effective
 // limits.
-func (s *limiterState) see(now time.Time, id string, lim Limits) {
+func (s *limiterState) see(now time.Time, id string, lim ledger.Limits) {
 	s.upsert(CallerLimits{Caller: caller(id), Limits: lim, Seen: now, Epoch: s.epoch})
 	s.recompute(now)
 }
@@ -247,7 +248,7 @@ func (s *limiterState) see(now time.Time, id string, lim Limits) {
 // were.
 func (s *limiterState) recompute(now time.Time) {
 	s.callers = slices.DeleteFunc(s.callers, func(c CallerLimits) bool { return now.Sub(c.Seen) > CallerTTL })
-	var eff *Limits
+	var eff *ledger.Limits
 	if s.override != nil {
 		o := *s.override
 		eff = &o
@@ -262,7 +263,7 @@ func (s *limiterState) recompute(now time.Time) {
 			l := c.Limits
 			eff = &l
 		} else {
-			l := Stricter(*eff, c.Limits)
+			l := ledger.Stricter(*eff, c.Limits)
 			eff = &l
 		}
 	}
@@ -297,8 +298,8 @@ func (s *limiterState) recover(now time.Time, req RecoverRequest) {
 		st := req.State
 		s.ledger = st.Ledger
 		s.ledger.Upgrade()
-		if Rules(s.rules).Priority {
-			s.ledger.StampLate(Stricter(st.Limits, s.effective))
+		if ledger.Rules(s.rules).Priority {
+			s.ledger.StampLate(ledger.Stricter(st.Limits, s.effective))
 		}
 		mine, myEpoch := s.callers, s.epoch
 		s.callers = slices.Clone(st.Callers)
@@ -322,7 +323,7 @@ func (s *limiterState) recover(now time.Time, req RecoverRequest) {
 	case req.Quarantine:
 		s.ledger.Quarantine(now, s.effective)
 	}
-	s.ledger.absorbBackoff(pending, now, s.effective)
+	s.ledger.AbsorbBackoff(pending, now, s.effective)
 	s.recovering, s.recoveredFrom = false, req.From
 	s.recompute(now)
 }
@@ -333,22 +334,5 @@ func (s *limiterState) upsert(c CallerLimits) {
 		s.callers[i] = c
 	} else {
 		s.callers = slices.Insert(s.callers, i, c)
-	}
-}
-
-// absorbBackoff keeps the backoff another ledger of the same scope learnt
-// (penalties reported while a run was recovering): the lower factor, the
-// later pause.
-func (l *Ledger) absorbBackoff(o Ledger, now time.Time, lim Limits) {
-	l.Penalties += o.Penalties
-	l.Decreases += o.Decreases
-	if o.PausedUntil.After(l.PausedUntil) {
-		l.PausedUntil = o.PausedUntil
-	}
-	if o.Decreases > 0 {
-		if f := o.CurrentFactor(now, lim); f < l.CurrentFactor(now, lim) {
-			l.Factor, l.ChangedAt = f, now
-			l.DecreaseID, l.DecreaseHorizon = l.NextID, now
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 )
 
 // startTemporal runs a real embedded Temporal server and a worker hosting
@@ -58,8 +59,8 @@ func startServer(t testing.TB) (client.Client, string) {
 // interval. A permit is used at the moment its Wait returned nil.
 func TestLimiterAcrossClients(t *testing.T) {
 	tc := startTemporal(t)
-	lim := ratelimit.Limits{
-		Windows:     []ratelimit.Window{{Length: 300 * time.Millisecond, Count: 4}},
+	lim := ledger.Limits{
+		Windows:     []ledger.Window{{Length: 300 * time.Millisecond, Count: 4}},
 		MinInterval: 20 * time.Millisecond,
 		// Generous, so that a noisy machine wastes grants instead of
 		// failing the test: the guarantee holds either way.
@@ -130,7 +131,7 @@ func TestLimiterAcrossClients(t *testing.T) {
 	}
 	// Penalize halves the rate and is visible in the state.
 	resp, err := lc.Penalize(ctx, "test/key", lim, ratelimit.PenalizeRequest{Reason: "test"})
-	if err != nil || resp.Factor != ratelimit.DecreaseFactor || resp.Previous != 1 || !resp.Confirmed {
+	if err != nil || resp.Factor != ledger.DecreaseFactor || resp.Previous != 1 || !resp.Confirmed {
 		t.Fatalf("penalize = %+v, %v", resp, err)
 	}
 	if st, err = lc.State(ctx, "test/key"); err != nil || st.Ledger.Penalties != 1 {
@@ -144,7 +145,7 @@ func TestLimiterAcrossClients(t *testing.T) {
 func TestLimiterWidensToleranceToSlowRoundTrips(t *testing.T) {
 	tc := startTemporal(t)
 	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
-	lim := ratelimit.Limits{Windows: []ratelimit.Window{{Length: 100 * time.Millisecond, Count: 10}}, Tolerance: time.Microsecond}
+	lim := ledger.Limits{Windows: []ledger.Window{{Length: 100 * time.Millisecond, Count: 10}}, Tolerance: time.Microsecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for range 5 {

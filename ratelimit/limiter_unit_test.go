@@ -9,8 +9,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // limiterEnv runs ScopeLimiter in the SDK's test environment (a mock
@@ -97,19 +98,19 @@ func (e *limiterEnv) state() ratelimit.State {
 	return s
 }
 
-func (e *limiterEnv) acquire(caller string, lim ratelimit.Limits, n int, out *ratelimit.AcquireResponse) {
+func (e *limiterEnv) acquire(caller string, lim ledger.Limits, n int, out *ratelimit.AcquireResponse) {
 	e.update(ratelimit.AcquireUpdate, func() any { return ratelimit.AcquireRequest{N: n, Limits: lim, Caller: caller} }, out, nil)
 }
 
 // recoverFirst answers the fresh run's first question: no run before.
-func (e *limiterEnv) recoverFirst(lim ratelimit.Limits) {
+func (e *limiterEnv) recoverFirst(lim ledger.Limits) {
 	var r ratelimit.AcquireResponse
 	e.acquire("setup", lim, 1, &r)
 	e.update(ratelimit.RecoverUpdate, func() any { return ratelimit.RecoverRequest{ForRunID: r.RunID} }, &ratelimit.State{}, nil)
 }
 
-func perSecond(n int) ratelimit.Limits {
-	return ratelimit.Limits{Windows: []ratelimit.Window{{Length: time.Second, Count: n}}, Tolerance: 10 * time.Millisecond}
+func perSecond(n int) ledger.Limits {
+	return ledger.Limits{Windows: []ledger.Window{{Length: time.Second, Count: n}}, Tolerance: 10 * time.Millisecond}
 }
 
 // TestLimiterRecoversBeforeGranting: a run that does not continue its
@@ -130,9 +131,9 @@ func TestLimiterRecoversBeforeGranting(t *testing.T) {
 		// The last run's state: two grants a moment ago, two of today's
 		// three calls used.
 		now := e.state().Now
-		prev := ratelimit.State{ScopeID: "x", Limits: lim, Ledger: ratelimit.Ledger{
-			Grants: []ratelimit.Grant{{ID: 7, At: now.Add(-100 * time.Millisecond)}, {ID: 8, At: now.Add(-50 * time.Millisecond)}},
-			NextID: 8, Days: []ratelimit.DayCount{{Day: now.Format(time.DateOnly), Count: 2}},
+		prev := ratelimit.State{ScopeID: "x", Limits: lim, Ledger: ledger.Ledger{
+			Grants: []ledger.Grant{{ID: 7, At: now.Add(-100 * time.Millisecond)}, {ID: 8, At: now.Add(-50 * time.Millisecond)}},
+			NextID: 8, Days: []ledger.DayCount{{Day: now.Format(time.DateOnly), Count: 2}},
 		}}
 		return ratelimit.RecoverRequest{ForRunID: first.RunID, From: "prev", State: &prev}
 	}, &recovered, nil)
@@ -288,13 +289,13 @@ func TestLimiterServesDailyBeforeBackfill(t *testing.T) {
 	var mid ratelimit.State
 	e.ask(ratelimit.AcquireRequest{N: 8, Limits: lim, Horizon: hz, Caller: "daily"}, &d1)
 	e.wait(500 * time.Millisecond)
-	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Horizon: hz, Caller: "backfill", Priority: connector.PriorityBackfill}, &b1)
+	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Horizon: hz, Caller: "backfill", Priority: permit.PriorityBackfill}, &b1)
 	e.then(func() { mid = e.state() })
 	e.wait(490 * time.Millisecond)
 	e.ask(ratelimit.AcquireRequest{N: 3, Limits: lim, Horizon: hz, Caller: "daily"}, &d2)
-	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Horizon: hz, Caller: "backfill", Priority: connector.PriorityBackfill}, &b2)
+	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Horizon: hz, Caller: "backfill", Priority: permit.PriorityBackfill}, &b2)
 	e.then(func() {
-		if len(d1.Grants) != 5 || d1.Rules < ratelimit.RulesPriority {
+		if len(d1.Grants) != 5 || d1.Rules < ledger.RulesPriority {
 			t.Fatalf("first daily answer: %+v", d1)
 		}
 		if len(b1.Grants) != 0 || !b1.Yielded || b1.RetryIn <= 0 {
@@ -323,9 +324,9 @@ func TestLimiterBackfillShareEndsAtProviderMidnight(t *testing.T) {
 	lim.DailyQuota, lim.Reserved, lim.Timezone = 10, 7, "Asia/Seoul"
 	e.recoverFirst(lim)
 	var b, d, after ratelimit.AcquireResponse
-	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Caller: "backfill", Priority: connector.PriorityBackfill}, &b)
+	e.ask(ratelimit.AcquireRequest{N: 5, Limits: lim, Caller: "backfill", Priority: permit.PriorityBackfill}, &b)
 	e.ask(ratelimit.AcquireRequest{N: 7, Limits: lim, Caller: "daily"}, &d)
-	e.ask(ratelimit.AcquireRequest{N: 1, Limits: lim, Caller: "backfill", Priority: connector.PriorityBackfill}, &after)
+	e.ask(ratelimit.AcquireRequest{N: 1, Limits: lim, Caller: "backfill", Priority: permit.PriorityBackfill}, &after)
 	e.then(func() {
 		// The test starts at 2026-11-30 03:00 UTC, noon in Seoul.
 		midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, time.FixedZone("KST", 9*3600))

@@ -4,7 +4,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // The limiter workflow's name, updates, query and id scheme.
@@ -47,13 +48,13 @@ type LimiterInput struct {
 	Protocol int `json:"protocol,omitempty"`
 	// Limits are the limits in force: the starting caller's, or, when
 	// continuing, the effective limits of the run before.
-	Limits Limits `json:"limits"`
-	Ledger Ledger `json:"ledger"`
+	Limits ledger.Limits `json:"limits"`
+	Ledger ledger.Ledger `json:"ledger"`
 	// Callers are the limits each client last asked with (see State).
 	Callers []CallerLimits `json:"callers,omitempty"`
 	// Override and Epoch are the operator's limits (reconfigure).
-	Override *Limits `json:"override,omitempty"`
-	Epoch    int     `json:"epoch,omitempty"`
+	Override *ledger.Limits `json:"override,omitempty"`
+	Epoch    int            `json:"epoch,omitempty"`
 	// Recovered says Ledger is this scope's state, carried across
 	// continue-as-new. A run started without it (a first start, or a start
 	// after a terminate or a cancel) recovers the last run's state before
@@ -68,7 +69,7 @@ type LimiterInput struct {
 // zero in newer ones.
 type AcquireRequest struct {
 	N       int           `json:"n"`
-	Limits  Limits        `json:"limits"`
+	Limits  ledger.Limits `json:"limits"`
 	MaxWait time.Duration `json:"max_wait"`
 	// Horizon bounds how far ahead one answer reserves (Ask.Horizon);
 	// 0: no bound.
@@ -83,7 +84,7 @@ type AcquireRequest struct {
 	// Priority is the class of the calls asked for: daily (the zero
 	// value) before backfill (Ask.Priority). A limiter of the legacy rules
 	// ignores it.
-	Priority connector.Priority `json:"priority,omitempty"`
+	Priority permit.Priority `json:"priority,omitempty"`
 	// Chain says the caller keeps the links of its grants (Ask.Chain). A
 	// limiter before RulesChain ignores it and sends no links.
 	Chain bool `json:"chain,omitempty"`
@@ -104,9 +105,9 @@ type AcquireResponse struct {
 	Waits []time.Duration `json:"waits"`
 	// Grants are the same grants, with their ids for Release and
 	// Penalize.
-	Grants []Grant `json:"grants"`
+	Grants []ledger.Grant `json:"grants"`
 	// Quota is set when the daily quota ran out: fewer grants than asked.
-	Quota *QuotaExhausted `json:"quota,omitempty"`
+	Quota *ledger.QuotaExhausted `json:"quota,omitempty"`
 	// RetryIn is set when no grant fits within MaxAhead: ask again then.
 	RetryIn time.Duration `json:"retry_in,omitempty"`
 	Factor  float64       `json:"factor"`
@@ -128,19 +129,19 @@ type AcquireResponse struct {
 	Earliest time.Time `json:"earliest,omitzero"`
 	// Links are, per grant, the caller's own earlier grants it must keep
 	// its distance from (RulesChain, a chaining caller; Ledger.Reserve).
-	Links [][]Link `json:"links,omitempty"`
+	Links [][]ledger.Link `json:"links,omitempty"`
 }
 
 // PenalizeRequest reports that the provider answered with its rate-limit
 // error although the limiter granted the call: the declaration was wrong.
 type PenalizeRequest struct {
-	Penalty
+	ledger.Penalty
 	Reason string `json:"reason,omitempty"`
 	Caller string `json:"caller,omitempty"`
 }
 
 // PenalizeResponse says what the penalty did.
-type PenalizeResponse = PenaltyResult
+type PenalizeResponse = ledger.PenaltyResult
 
 // RecoverRequest hands the run ForRunID the state of the run before it.
 // A run other than ForRunID ignores it (it is a reset of that run, or a
@@ -164,17 +165,17 @@ type RecoverRequest struct {
 // limits asked for before the change no longer count (their tolerance
 // does, while they live).
 type ReconfigureRequest struct {
-	Limits *Limits `json:"limits,omitempty"`
-	Reason string  `json:"reason,omitempty"`
-	Caller string  `json:"caller,omitempty"`
+	Limits *ledger.Limits `json:"limits,omitempty"`
+	Reason string         `json:"reason,omitempty"`
+	Caller string         `json:"caller,omitempty"`
 }
 
 // CallerLimits are the limits one client (one worker process) last asked
 // with, and when. A client not seen for CallerTTL no longer counts.
 type CallerLimits struct {
-	Caller string    `json:"caller"`
-	Limits Limits    `json:"limits"`
-	Seen   time.Time `json:"seen"`
+	Caller string        `json:"caller"`
+	Limits ledger.Limits `json:"limits"`
+	Seen   time.Time     `json:"seen"`
 	// Epoch is the reconfigure epoch the client asked in.
 	Epoch int `json:"epoch,omitempty"`
 }
@@ -186,10 +187,10 @@ type State struct {
 	RunID   string `json:"run_id,omitempty"`
 	// Limits are the effective limits: the stricter of every live
 	// caller's and the operator's.
-	Limits   Limits         `json:"limits"`
-	Ledger   Ledger         `json:"ledger"`
+	Limits   ledger.Limits  `json:"limits"`
+	Ledger   ledger.Ledger  `json:"ledger"`
 	Callers  []CallerLimits `json:"callers,omitempty"`
-	Override *Limits        `json:"override,omitempty"`
+	Override *ledger.Limits `json:"override,omitempty"`
 	Epoch    int            `json:"epoch,omitempty"`
 	// Recovering is true while the run has not recovered the run before
 	// it: it has granted nothing.

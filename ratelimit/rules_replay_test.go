@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/internal/replaycheck"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 )
 
 // replayLimiter replays a recorded limiter history of workflows/testdata
@@ -37,23 +38,22 @@ func TestLimiterAnswersReplay(t *testing.T) {
 		file   string
 		gen    int
 		name   string
-		mutate func(*RuleSet)
+		mutate func(*ledger.RuleSet)
 	}{
-		{"scope-limiter-window.json", RulesLatest, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
-		{"scope-limiter-window.json", RulesLatest, "windows ignored", func(r *RuleSet) { r.Window = false }},
-		{"scope-limiter.json", RulesLatest, "Until only where Late hides it", func(r *RuleSet) { r.KeepUntil = false }},
-		{"scope-limiter-v5.json", RulesAnswer, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
-		{"scope-limiter-v4.json", RulesChain, "ChainMargin 10 ms → 2 ms (the drift of issue 20)", func(r *RuleSet) { r.ChainMargin = 2 * time.Millisecond }},
-		{"scope-limiter-v3.json", RulesPriority, "no priorities", func(r *RuleSet) { r.Priority = false }},
+		{"scope-limiter-window.json", ledger.RulesLatest, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-window.json", ledger.RulesLatest, "windows ignored", func(r *ledger.RuleSet) { r.Window = false }},
+		{"scope-limiter.json", ledger.RulesLatest, "Until only where Late hides it", func(r *ledger.RuleSet) { r.KeepUntil = false }},
+		{"scope-limiter-v5.json", ledger.RulesAnswer, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-v4.json", ledger.RulesChain, "ChainMargin 10 ms → 2 ms (the drift of issue 20)", func(r *ledger.RuleSet) { r.ChainMargin = 2 * time.Millisecond }},
+		{"scope-limiter-v3.json", ledger.RulesPriority, "no priorities", func(r *ledger.RuleSet) { r.Priority = false }},
 	} {
 		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {
 			if res := replayLimiter(t, tc.file); len(res.Diffs) != 0 {
 				t.Fatalf("unmutated: %d of %d answers differ", len(res.Diffs), res.Recorded)
 			}
-			saved := ruleSets[tc.gen]
-			tc.mutate(&ruleSets[tc.gen])
+			restore := ledger.MutateRules(tc.gen, tc.mutate)
 			res := replayLimiter(t, tc.file)
-			ruleSets[tc.gen] = saved
+			restore()
 			if len(res.Diffs) == 0 {
 				t.Fatalf("mutated (%s): all %d answers replay unchanged; the comparison misses the change", tc.name, res.Recorded)
 			}

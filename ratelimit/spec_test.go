@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // TestScopesSpec is the executable spec of docs/ratelimit.md. Three
@@ -26,29 +27,29 @@ import (
 // call of several scopes has a moment all its grants allow.
 func TestScopesSpec(t *testing.T) {
 	ms := time.Millisecond
-	scopes := []Limits{
-		{Windows: []Window{{Length: time.Second, Count: 10}}, DailyQuota: 400, Timezone: "Asia/Seoul", Tolerance: 50 * ms},
+	scopes := []ledger.Limits{
+		{Windows: []ledger.Window{{Length: time.Second, Count: 10}}, DailyQuota: 400, Timezone: "Asia/Seoul", Tolerance: 50 * ms},
 		{MinInterval: 150 * ms, Tolerance: 50 * ms},
-		{Windows: []Window{{Length: 100 * ms, Count: 2}, {Length: 6 * time.Second, Count: 40}}, Tolerance: 50 * ms},
+		{Windows: []ledger.Window{{Length: 100 * ms, Count: 2}, {Length: 6 * time.Second, Count: 40}}, Tolerance: 50 * ms},
 	}
-	order := []int{1, 2, 0} // sparsest first (Limits.spacing), as the gate orders them
+	order := []int{1, 2, 0} // sparsest first (ledger.Limits.Spacing), as the gate orders them
 	for seed := uint64(1); seed <= 30; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 20))
-		ledgers := make([]Ledger, len(scopes))
+		ledgers := make([]ledger.Ledger, len(scopes))
 		type call struct {
-			grants map[int]Grant // scope → grant
+			grants map[int]ledger.Grant // scope → grant
 			tol    time.Duration
 		}
 		var calls []*call
 		// Start shortly before a Seoul midnight, so the run crosses it.
-		now := time.Date(2026, 11, 30, 23, 59, 55, 0, scopes[0].location())
+		now := time.Date(2026, 11, 30, 23, 59, 55, 0, scopes[0].Location())
 		multi, misses := 0, 0
 		for step := range 400 {
 			now = now.Add(time.Duration(rng.IntN(40)) * ms)
 			tol := time.Duration(5+rng.IntN(60)) * ms
-			prio := []connector.Priority{connector.PriorityDaily, connector.PriorityBackfill}[rng.IntN(2)]
-			ask := func(s int, n int, notBefore, notAfter time.Time) Answer {
-				return ledgers[s].Reserve(now, scopes[s], Ask{N: n, Rules: RulesLatest, Priority: prio, Caller: "c", Tolerance: tol,
+			prio := []permit.Priority{permit.PriorityDaily, permit.PriorityBackfill}[rng.IntN(2)]
+			ask := func(s int, n int, notBefore, notAfter time.Time) ledger.Answer {
+				return ledgers[s].Reserve(now, scopes[s], ledger.Ask{N: n, Rules: ledger.RulesLatest, Priority: prio, Caller: "c", Tolerance: tol,
 					Horizon: tol, NotBefore: notBefore, NotAfter: notAfter})
 			}
 			switch r := rng.IntN(10); {
@@ -56,7 +57,7 @@ func TestScopesSpec(t *testing.T) {
 				// Calls of one scope.
 				s := rng.IntN(len(scopes))
 				for _, g := range ask(s, 1+rng.IntN(3), time.Time{}, time.Time{}).Grants {
-					calls = append(calls, &call{grants: map[int]Grant{s: g}, tol: tol})
+					calls = append(calls, &call{grants: map[int]ledger.Grant{s: g}, tol: tol})
 				}
 			case r < 8:
 				// A call of several scopes, held as the gate holds it.
@@ -77,7 +78,7 @@ func TestScopesSpec(t *testing.T) {
 						// miss names is free when asked for again.
 						t.Fatalf("seed %d step %d: %d attempts to hold %v", seed, step, attempt, set)
 					}
-					c := &call{grants: map[int]Grant{}, tol: tol}
+					c := &call{grants: map[int]ledger.Grant{}, tol: tol}
 					notBefore, notAfter := from, time.Time{}
 					for i, s := range set {
 						na := notAfter
@@ -90,7 +91,7 @@ func TestScopesSpec(t *testing.T) {
 								ledgers[gs].Release([]uint64{g.ID}, scopes[gs])
 							}
 							if ans.Earliest.IsZero() {
-								break hold // no slot within MaxAhead, or the quota: asked again later
+								break hold // no slot within ledger.MaxAhead, or the quota: asked again later
 							}
 							misses++
 							from = ans.Earliest
@@ -139,7 +140,7 @@ func TestScopesSpec(t *testing.T) {
 				for s := range c.grants {
 					sent[s] = append(sent[s], at)
 					if s == 0 {
-						perDay[c.grants[s].At.In(scopes[0].location()).Format(time.DateOnly)]++
+						perDay[c.grants[s].At.In(scopes[0].Location()).Format(time.DateOnly)]++
 					}
 				}
 			}
@@ -159,11 +160,34 @@ func TestScopesSpec(t *testing.T) {
 	}
 }
 
-func keys(m map[int]Grant) []int {
+func keys(m map[int]ledger.Grant) []int {
 	var out []int
 	for k := range m {
 		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkWindows fails when the sends break a window or the minimum
+// interval of lim.
+func checkWindows(t *testing.T, sent []time.Time, lim ledger.Limits) {
+	t.Helper()
+	for _, w := range lim.Windows {
+		for i := range sent {
+			// Calls in (sent[i]-L, sent[i]].
+			n := 0
+			for j := i; j >= 0 && sent[i].Sub(sent[j]) < w.Length; j-- {
+				n++
+			}
+			if n > w.Count {
+				t.Fatalf("%d calls within %v ending at call %d (limit %d)", n, w.Length, i, w.Count)
+			}
+		}
+	}
+	for i := 1; i < len(sent); i++ {
+		if gap := sent[i].Sub(sent[i-1]); gap < lim.MinInterval {
+			t.Fatalf("calls %d and %d only %v apart (min %v)", i-1, i, gap, lim.MinInterval)
+		}
+	}
 }

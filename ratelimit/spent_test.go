@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -26,17 +27,17 @@ func TestGateSendsNothingAgainstASpentQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := connector.Call{Provider: "datago", Dataset: "datago-a", Kind: connector.CallData}
-	other := connector.Call{Provider: "datago", Dataset: "datago-b", Kind: connector.CallData, Priority: connector.PriorityBackfill}
+	call := permit.Call{Provider: "datago", Dataset: "datago-a", Kind: permit.CallData}
+	other := permit.Call{Provider: "datago", Dataset: "datago-b", Kind: permit.CallData, Priority: permit.PriorityBackfill}
 	reset := now.Add(9 * time.Hour)
 	// The gate's own refusal is not the provider's word.
-	g.Observe(context.Background(), connector.Observation{Call: call, Err: &connector.Error{Class: connector.QuotaExhausted, Code: CodeQuota, ResetAt: reset}})
+	g.Observe(context.Background(), permit.Observation{Call: call, Err: &connector.Error{Class: connector.QuotaExhausted, Code: CodeQuota, ResetAt: reset}})
 	if e := g.spentError(call, reg.ScopesFor(call.Dataset)); e != nil {
 		t.Fatalf("the gate's own quota refusal was remembered as the provider's: %v", e)
 	}
-	g.Observe(context.Background(), connector.Observation{Call: call, Status: 429, Err: &connector.Error{Class: connector.QuotaExhausted,
+	g.Observe(context.Background(), permit.Observation{Call: call, Status: 429, Err: &connector.Error{Class: connector.QuotaExhausted,
 		Provider: "datago", Code: "22", Message: "LIMITED_NUMBER_OF_SERVICE_REQUESTS_EXCEEDS_ERROR", ResetAt: reset, Status: 429}})
-	for _, c := range []connector.Call{call, other, {Provider: "datago", Dataset: "datago-a", Kind: connector.CallData, Probe: true}} {
+	for _, c := range []permit.Call{call, other, {Provider: "datago", Dataset: "datago-a", Kind: permit.CallData, Probe: true}} {
 		_, err := g.Wait(context.Background(), c)
 		e := connector.AsError(err)
 		if e == nil || e.Class != connector.QuotaExhausted || e.Code != CodeQuota || !e.ResetAt.Equal(reset) {
@@ -47,7 +48,7 @@ func TestGateSendsNothingAgainstASpentQuota(t *testing.T) {
 		}
 	}
 	// A scope the answer did not concern stays open.
-	if e := g.spentError(connector.Call{Provider: "datago", Dataset: "datago-c"}, reg.ScopesFor("datago-c")); e != nil {
+	if e := g.spentError(permit.Call{Provider: "datago", Dataset: "datago-c"}, reg.ScopesFor("datago-c")); e != nil {
 		t.Errorf("another service's scope was refused: %v", e)
 	}
 	now = reset
@@ -104,13 +105,13 @@ func TestPermitGrantedBeforeTheQuotaWasSpentDoesNotLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := connector.Call{Provider: "datago", Dataset: "datago-b", Kind: connector.CallData}
+	call := permit.Call{Provider: "datago", Dataset: "datago-b", Kind: permit.CallData}
 	inner := &fakeTracker{}
 	guard := spentGuard{SendTracker: inner, g: g, call: call, scopes: reg.ScopesFor(call.Dataset)}
 	if !guard.Leave(now) {
 		t.Fatal("a permit of an open scope was stopped")
 	}
-	g.Observe(context.Background(), connector.Observation{Call: connector.Call{Provider: "datago", Dataset: "datago-a", Kind: connector.CallData},
+	g.Observe(context.Background(), permit.Observation{Call: permit.Call{Provider: "datago", Dataset: "datago-a", Kind: permit.CallData},
 		Err: &connector.Error{Class: connector.QuotaExhausted, Code: "22", ResetAt: now.Add(time.Hour)}})
 	inner2 := &fakeTracker{}
 	guard = spentGuard{SendTracker: inner2, g: g, call: call, scopes: reg.ScopesFor(call.Dataset)}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 )
 
 // middayZone returns a fixed-offset IANA zone where it is now around noon,
@@ -34,7 +35,7 @@ func middayZone(now time.Time) string {
 // use acquires up to n permits one after another with no quota wait and
 // sends each at its permit (the moment Wait returns); it returns the send
 // times and how many acquires met the quota.
-func use(t *testing.T, ctx context.Context, lc *ratelimit.Client, scope string, lim ratelimit.Limits, n int) (sent []time.Time, quota int) {
+func use(t *testing.T, ctx context.Context, lc *ratelimit.Client, scope string, lim ledger.Limits, n int) (sent []time.Time, quota int) {
 	t.Helper()
 	for range n {
 		for {
@@ -68,8 +69,8 @@ func use(t *testing.T, ctx context.Context, lc *ratelimit.Client, scope string, 
 // quota reported for the rest.
 func TestLedgerSurvivesEndOfWorkflow(t *testing.T) {
 	tc, ns := startServer(t)
-	lim := ratelimit.Limits{
-		Windows: []ratelimit.Window{{Length: 2 * time.Second, Count: 3}},
+	lim := ledger.Limits{
+		Windows: []ledger.Window{{Length: 2 * time.Second, Count: 3}},
 		// A second of tolerance: at 100 ms a loaded machine's round trip
 		// (123 ms seen) had an answer discarded and the second phase send
 		// nothing; round trips are not what this test is about.
@@ -204,7 +205,7 @@ func TestLimiterQuarantinesWhenLastStateIsUnreadable(t *testing.T) {
 	if err := tc.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	lim := ratelimit.Limits{Windows: []ratelimit.Window{{Length: time.Second, Count: 5}}, DailyQuota: 100,
+	lim := ledger.Limits{Windows: []ledger.Window{{Length: time.Second, Count: 5}}, DailyQuota: 100,
 		Timezone: middayZone(time.Now()), Tolerance: 100 * time.Millisecond}
 	lc := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: "limiter-test"})
 	_, err = lc.Acquire(ctx, scope, lim, ratelimit.AcquireOptions{})
@@ -216,7 +217,7 @@ func TestLimiterQuarantinesWhenLastStateIsUnreadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Ledger.Quarantines != 1 || st.Recovering || st.Ledger.PausedUntil.Sub(st.Now) < ratelimit.MaxAhead {
+	if st.Ledger.Quarantines != 1 || st.Recovering || st.Ledger.PausedUntil.Sub(st.Now) < ledger.MaxAhead {
 		t.Errorf("state: quarantines %d, recovering %v, paused until %v (now %v)", st.Ledger.Quarantines, st.Recovering, st.Ledger.PausedUntil, st.Now)
 	}
 }

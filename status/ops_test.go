@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/watch"
 )
 
@@ -76,7 +77,7 @@ func TestOperatorNeedsToken(t *testing.T) {
 // sources are listed by age.
 func TestOperatorPageContent(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		c.Limiter = fakeLimiter{"kis/key": {Factor: 0.5, Limits: ratelimit.Limits{DailyQuota: 1000, Timezone: "Asia/Seoul"}, Now: testNow}}
+		c.Limiter = fakeLimiter{"kis/key": {Factor: 0.5, Limits: ledger.Limits{DailyQuota: 1000, Timezone: "Asia/Seoul"}, Now: testNow}}
 	})
 	r := f.get(t, "/ops", "Authorization", "Bearer "+testToken)
 	body := html.UnescapeString(r.body)

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
-	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // BackfillDatasetName is the registered name of the workflow that
@@ -257,7 +257,7 @@ func BackfillDataset(ctx workflow.Context, in BackfillDatasetInput) (DatasetProg
 	inflight := 0
 	runChunk := func(ctx workflow.Context, c activities.BackfillChunk) {
 		defer func() { inflight--; changed = true }()
-		in := activities.IngestInput{Dataset: in.Dataset, From: c.From, To: c.To, Priority: connector.PriorityBackfill}
+		in := activities.IngestInput{Dataset: in.Dataset, From: c.From, To: c.To, Priority: permit.PriorityBackfill}
 		var out activities.IngestResult
 		var err error
 		for {

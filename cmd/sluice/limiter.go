@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -134,7 +135,7 @@ func writeLimiterRow(w io.Writer, id string, st ratelimit.State) {
 		st.Ledger.DayCount(st.Now, st.Limits), st.Ledger.Granted, len(st.Callers), state)
 }
 
-func describe(l ratelimit.Limits) string {
+func describe(l ledger.Limits) string {
 	var parts []string
 	for _, w := range l.Windows {
 		parts = append(parts, fmt.Sprintf("%d/%s", w.Count, w.Length))
@@ -175,9 +176,9 @@ so roll the workers too. --clear drops the operator's limits again.`,
 				return fmt.Errorf("--limiter-tolerance %v: must be positive", tolerance)
 			}
 			return writeLimiters(cmd, &tf, scopes, func(lc *ratelimit.Client, t io.Writer, s *registry.ScopeInstance) error {
-				var lim *ratelimit.Limits
+				var lim *ledger.Limits
 				if !clearLimits {
-					l := ratelimit.FromScope(s, 1, tolerance)
+					l := ledger.FromScope(s, 1, tolerance)
 					lim = &l
 				}
 				st, err := lc.Reconfigure(cmd.Context(), s.ID, lim, reason)
@@ -194,6 +195,6 @@ so roll the workers too. --clear drops the operator's limits again.`,
 	fs.StringSliceVar(&scopes, "scope", nil, "only this scope instance, e.g. kis/key (repeatable)")
 	fs.BoolVar(&clearLimits, "clear", false, "drop the operator's limits: the live workers' limits hold alone")
 	fs.StringVar(&reason, "reason", "sluice limiter reconfigure", "why, recorded in the limiter's history")
-	durationFlag(fs, &tolerance, "limiter-tolerance", "SLUICE_LIMITER_TOLERANCE", ratelimit.DefaultTolerance, "the send tolerance the limits carry")
+	durationFlag(fs, &tolerance, "limiter-tolerance", "SLUICE_LIMITER_TOLERANCE", ledger.DefaultTolerance, "the send tolerance the limits carry")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -42,7 +43,7 @@ const ProbeDays = 14
 // pageNo the dataset sets is its first page: Page n asks pageNo + n - 1.
 // Response.Next asks for the next page while totalCount (read at the end
 // of the body) lies beyond pageNo × numOfRows.
-func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+func plan(b *connector.Base, call permit.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
 	key, err := b.QueryKey("service_key", "serviceKey")
 	if err != nil {
@@ -105,7 +106,7 @@ func plan(b *connector.Base, call connector.Call, req connector.Request) (connec
 // items, so the decision waits for the end of the body (its head and its
 // last connector.TailSize bytes are kept). An answer that names no
 // totalCount fails Next: whether rows are missing cannot be told.
-func pages(b *connector.Base, call connector.Call, req connector.Request, resp *connector.Response, askedPage, askedRows int64) {
+func pages(b *connector.Base, call permit.Call, req connector.Request, resp *connector.Response, askedPage, askedRows int64) {
 	tail := &connector.Tail{}
 	watch := connector.Watch(resp, tail)
 	resp.Next = func() (connector.Request, bool, error) {

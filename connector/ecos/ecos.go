@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -73,7 +74,7 @@ func ProbeFrom(cycle string, today time.Time) time.Time {
 // dataset's statistic between From and To, dates written per cycle.
 // Response.Next asks for the next rows while list_total_count lies beyond
 // the last row asked (it comes before the rows: the head decides).
-func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+func plan(b *connector.Base, call permit.Call, req connector.Request) (connector.Plan, error) {
 	u, end, format, err := build(b, req)
 	if err != nil {
 		return connector.Plan{}, err

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -38,7 +39,7 @@ const ProbeDays = 400
 // Page > 1 sets offset = (Page-1) × limit; Response.Next asks for the
 // next offset while count lies beyond the last row asked (count comes
 // before the observations: the head decides). A probe asks newest first.
-func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+func plan(b *connector.Base, call permit.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
 	format := connector.Format(r)
 	key, err := b.QueryKey("api_key", "api_key")

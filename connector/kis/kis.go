@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -66,7 +67,7 @@ func New(p *registry.Provider, opts connector.Options) (*Connector, error) {
 // KIS headers; send adds the access token. Page > 1 sends tr_cont: N, the
 // continuation of a previous answer whose tr_cont was M or F (the
 // response header: the head decides); Response.Next asks for it.
-func (c *Connector) plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+func (c *Connector) plan(b *connector.Base, call permit.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
 	appKey, err := b.Credential("app_key")
 	if err != nil {

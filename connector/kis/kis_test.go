@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/connector/kis"
 	"github.com/sluicehq/sluice/connector/tokenstore"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -449,13 +450,13 @@ func TestThrottlingInTheBodyIsRateLimited(t *testing.T) {
 			var observed []error
 			var mu sync.Mutex
 			c := e.connector(t, func(o *connector.Options) {
-				o.Observe = func(_ context.Context, ob connector.Observation) {
+				o.Limiter = permit.Funcs{ObserveFunc: func(_ context.Context, ob permit.Observation) {
 					mu.Lock()
 					defer mu.Unlock()
-					if ob.Call.Kind == connector.CallData {
+					if ob.Call.Kind == permit.CallData {
 						observed = append(observed, ob.Err)
 					}
-				}
+				}}
 			})
 			_, _, err := fetchBody(t, c, e.request())
 			var ce *connector.Error
@@ -529,10 +530,10 @@ func TestTokenEndpointAnswers(t *testing.T) {
 		}
 		var kinds []string
 		c := e.connector(t, func(o *connector.Options) {
-			o.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
+			o.Limiter = permit.Funcs{WaitFunc: func(_ context.Context, call permit.Call) (permit.Permit, error) {
 				kinds = append(kinds, call.Kind)
-				return connector.Permit{}, nil
-			}
+				return permit.Permit{}, nil
+			}}
 		})
 		_, _, err := fetchBody(t, c, e.request())
 		var ce *connector.Error

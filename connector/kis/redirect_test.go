@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/connector/kis"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // TestRedirectsNeverCarryTheAppKey: KIS sends appkey and appsecret as
@@ -37,9 +38,9 @@ func TestRedirectsNeverCarryTheAppKey(t *testing.T) {
 		status     int
 		kinds      []string
 	}{
-		{"token request 307", kis.TokenPath, http.StatusTemporaryRedirect, []string{connector.CallToken}},
+		{"token request 307", kis.TokenPath, http.StatusTemporaryRedirect, []string{permit.CallToken}},
 		{"quotation 302", "/uapi/domestic-stock/v1/quotations/inquire-daily-indexchartprice", http.StatusFound,
-			[]string{connector.CallToken, connector.CallData}},
+			[]string{permit.CallToken, permit.CallData}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)
@@ -54,10 +55,10 @@ func TestRedirectsNeverCarryTheAppKey(t *testing.T) {
 			var kinds []string
 			c := e.connector(t, func(o *connector.Options) {
 				o.BaseURL = front.URL
-				o.Gate = func(_ context.Context, call connector.Call) (connector.Permit, error) {
+				o.Limiter = permit.Funcs{WaitFunc: func(_ context.Context, call permit.Call) (permit.Permit, error) {
 					kinds = append(kinds, call.Kind)
-					return connector.Permit{}, nil
-				}
+					return permit.Permit{}, nil
+				}}
 			})
 			_, err := c.Fetch(context.Background(), e.request())
 			if cl, _ := connector.ClassOf(err); cl != connector.BadRequest ||

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // Token lifetime rules.
@@ -102,7 +103,7 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 				return nil
 			}
 			wait := MinIssueInterval - now.Sub(st.RequestedAt)
-			return c.Base().Fail(connector.Call{Provider: c.Base().Provider().ID, Kind: connector.CallToken}, 0,
+			return c.Base().Fail(permit.Call{Provider: c.Base().Provider().ID, Kind: permit.CallToken}, 0,
 				&connector.Error{Class: connector.RateLimited, Code: CodeTokenThrottle, RetryAfter: wait,
 					Message: fmt.Sprintf("the kis token was refused and a new one was requested %s ago; the token endpoint allows one request a minute per app key", now.Sub(st.RequestedAt).Round(time.Second))})
 		}
@@ -200,7 +201,7 @@ func (c *Connector) issue(ctx context.Context, appKey, appSecret string) (connec
 	}
 	h := http.Header{}
 	h.Set("content-type", "application/json; charset=utf-8")
-	call := connector.Call{Provider: c.Base().Provider().ID, Kind: connector.CallToken}
+	call := permit.Call{Provider: c.Base().Provider().ID, Kind: permit.CallToken}
 	resp, err := c.Base().Do(ctx, connector.Exchange{Call: call, Method: http.MethodPost,
 		URL: c.Base().URL(TokenPath, ""), Header: h, Body: body, Format: "json", Classify: classifyToken})
 	if err != nil {

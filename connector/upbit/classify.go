@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // Waits after throttling answers without Retry-After.
@@ -170,7 +171,7 @@ var Groups = []string{"candles", "market", "trades", "ticker", "orderbook", "def
 
 // remainingOf reads Remaining-Req for Observe: what is left of the group's
 // current second. nil when the header is absent or unreadable.
-func remainingOf(h http.Header) *connector.Remaining {
+func remainingOf(h http.Header) *permit.Remaining {
 	v := h.Get("Remaining-Req")
 	if v == "" {
 		return nil
@@ -186,5 +187,5 @@ func remainingOf(h http.Header) *connector.Remaining {
 			break
 		}
 	}
-	return &connector.Remaining{Group: group, Left: rr.Sec, Window: time.Second}
+	return &permit.Remaining{Group: group, Left: rr.Sec, Window: time.Second}
 }

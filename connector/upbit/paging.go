@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // candleCounter counts the objects of a JSON root array as the body
@@ -64,7 +65,7 @@ func oldestCandle(tail []byte) (time.Time, bool) {
 // and count: a page holding fewer candles than asked is the last (the
 // market has no older ones); a full page whose oldest candle starts after
 // From's day is followed by the page before that candle.
-func pages(b *connector.Base, call connector.Call, req connector.Request, resp *connector.Response, toParam string, count int) {
+func pages(b *connector.Base, call permit.Call, req connector.Request, resp *connector.Response, toParam string, count int) {
 	counter := &candleCounter{}
 	tail := &connector.Tail{}
 	watch := connector.Watch(resp, counter, tail)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 func TestParseRemainingReq(t *testing.T) {
@@ -104,7 +105,7 @@ func TestBlockIsCapped(t *testing.T) {
 // Remaining, with a group from UPBIT's documented list; any other group
 // name (provider-controlled) is reported as "other".
 func TestClassifyReportsBoundedRemaining(t *testing.T) {
-	for hdr, want := range map[string]*connector.Remaining{
+	for hdr, want := range map[string]*permit.Remaining{
 		"group=candles; min=1800; sec=9":                {Group: "candles", Left: 9, Window: time.Second},
 		"group=ORDERBOOK; sec=3":                        {Group: "orderbook", Left: 3, Window: time.Second},
 		"group=x-1f3a9c; sec=4":                         {Group: "other", Left: 4, Window: time.Second},

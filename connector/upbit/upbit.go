@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -84,7 +85,7 @@ func cursorWindow(from time.Time, cursor string) (time.Time, int, error) {
 // candles before to. A range of more than MaxCount days comes in pages,
 // newest first: Response.Next sets Cursor to the oldest candle of a full
 // page (the next page's exclusive to) while that candle is after From.
-func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+func plan(b *connector.Base, call permit.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
 	bad := func(msg string) error { return &connector.Error{Class: connector.BadRequest, Message: msg} }
 	toParam, count, err := CandleWindow(req.From, req.To)

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/connectortest"
 	"github.com/sluicehq/sluice/connector/upbit"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -131,9 +132,9 @@ func TestCandleWindow(t *testing.T) {
 
 func TestFetchCandles(t *testing.T) {
 	f := &fakeUPBIT{}
-	var observed []*connector.Remaining
+	var observed []*permit.Remaining
 	c, reg, _ := setup(t, f, func(o *connector.Options) {
-		o.Observe = func(_ context.Context, ob connector.Observation) { observed = append(observed, ob.Remaining) }
+		o.Limiter = permit.Funcs{ObserveFunc: func(_ context.Context, ob permit.Observation) { observed = append(observed, ob.Remaining) }}
 	})
 	resp, err := c.Fetch(context.Background(), connector.Request{Dataset: reg.Dataset(connectortest.UPBITDataset), From: day(1), To: day(7)})
 	if err != nil {

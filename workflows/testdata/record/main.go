@@ -33,6 +33,7 @@ import (
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/simulator"
@@ -167,8 +168,8 @@ func run() error {
 		return err
 	}
 	lim := ratelimit.NewClient(tc, ratelimit.ClientOptions{TaskQueue: worker.DefaultTaskQueue})
-	if _, err := lim.Penalize(ctx, "fred/key", ratelimit.Limits{Tolerance: ratelimit.DefaultTolerance},
-		ratelimit.PenalizeRequest{Penalty: ratelimit.Penalty{RetryAfter: time.Second}, Reason: "recorded for the replay test"}); err != nil {
+	if _, err := lim.Penalize(ctx, "fred/key", ledger.Limits{Tolerance: ledger.DefaultTolerance},
+		ratelimit.PenalizeRequest{Penalty: ledger.Penalty{RetryAfter: time.Second}, Reason: "recorded for the replay test"}); err != nil {
 		return err
 	}
 	// A limiter whose history holds every kind of answer of the latest
@@ -222,7 +223,7 @@ const windowScope = "record/window"
 // is answered with the first slot and nothing granted, and one at that
 // slot.
 func recordWindowLimiter(ctx context.Context, lc *ratelimit.Client) error {
-	lim := ratelimit.Limits{MinInterval: 150 * time.Millisecond, Tolerance: 50 * time.Millisecond}
+	lim := ledger.Limits{MinInterval: 150 * time.Millisecond, Tolerance: 50 * time.Millisecond}
 	var last ratelimit.Permit
 	for range 16 {
 		p, err := lc.Acquire(ctx, windowScope, lim, ratelimit.AcquireOptions{Chain: true})

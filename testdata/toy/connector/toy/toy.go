@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/wire"
 )
@@ -46,7 +47,7 @@ func init() { connector.Register(Spec, connector.FactoryOf(New)) }
 // plan asks for one page of the dataset's rows from From to To (its
 // params' {from}/{to}), page and size in the query; the answer's total
 // says whether more pages follow.
-func plan(b *connector.Base, call connector.Call, req connector.Request) (connector.Plan, error) {
+func plan(b *connector.Base, call permit.Call, req connector.Request) (connector.Plan, error) {
 	r := req.Dataset.Request
 	key, err := b.QueryKey("api_key", "key")
 	if err != nil {

@@ -1,10 +1,10 @@
-package ratelimit
+package ledger
 
 import (
 	"slices"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // Ledger constants.
@@ -33,7 +33,7 @@ const (
 	// after the time it was told to ask again: longer than a round trip to
 	// the limiter (the client asks again at once), short enough that a
 	// caller that went away holds backfills back for a few seconds only.
-	waitLease = MaxAhead + maxTolerance
+	waitLease = MaxAhead + MaxTolerance
 	// yieldPoll is when a backfill held back by waiting daily callers asks
 	// again.
 	yieldPoll = 100 * time.Millisecond
@@ -43,16 +43,16 @@ const (
 	// the answer bounds the count; the margin is for the callbacks that
 	// report it.
 	ChainMargin = 2 * time.Millisecond
-	// chainLead places a chained grant at least this much after the
+	// ChainLead places a chained grant at least this much after the
 	// earliest moment its chain allows (more when the caller asks for
 	// more: Ask.Lead), so that the round trip and wake-up after each send
 	// do not accumulate from window to window.
-	chainLead = 3 * time.Millisecond
-	// chainMaxWindow is the longest window (or interval) a grant is
+	ChainLead = 3 * time.Millisecond
+	// ChainMaxWindow is the longest window (or interval) a grant is
 	// chained over; longer ones are spaced from the earlier grant's
 	// latest send, whose tolerance they hardly notice, and the caller need
 	// not remember its sends that long.
-	chainMaxWindow = time.Minute
+	ChainMaxWindow = time.Minute
 	// maxChains bounds the chaining callers a ledger remembers; past it,
 	// callers no grant of the log names are forgotten.
 	maxChains = 32
@@ -102,8 +102,8 @@ type RuleSet struct {
 	Chain bool
 	// ChainMargin is what a link keeps beyond the window and slack.
 	ChainMargin time.Duration
-	// CallerLead: a chained grant is placed Ask.Lead (at least chainLead)
-	// after its links; otherwise chainLead.
+	// CallerLead: a chained grant is placed Ask.Lead (at least ChainLead)
+	// after its links; otherwise ChainLead.
 	CallerLead bool
 	// KeepUntil: every chained-rules grant carries its Until; otherwise
 	// only one whose Until the running maximum (Late) hides.
@@ -130,6 +130,18 @@ var ruleSets = [...]RuleSet{
 // beyond it, RulesLegacy's below zero).
 func Rules(gen int) RuleSet {
 	return ruleSets[min(max(gen, 0), len(ruleSets)-1)]
+}
+
+// MutateRules changes the rules of generation gen in place and returns
+// what restores them. It exists for one test, the replay mutation test
+// (ratelimit.TestLimiterAnswersReplay), which proves that a change to a
+// generation's arithmetic changes the limiter's recorded answers; nothing
+// else calls it: a generation's rules never change once a limiter ran
+// with them. Not safe for concurrent use with Reserve.
+func MutateRules(gen int, mutate func(*RuleSet)) (restore func()) {
+	saved := ruleSets[gen]
+	mutate(&ruleSets[gen])
+	return func() { ruleSets[gen] = saved }
 }
 
 // Grant is one call the ledger allowed: its id (unique within the scope's
@@ -287,7 +299,7 @@ type Ask struct {
 	// Priority is the class of the calls asked for: a backfill ask gets
 	// nothing while a daily caller waits, and only the day's backfill
 	// share of the quota (DailyQuota − Reserved).
-	Priority connector.Priority
+	Priority permit.Priority
 	// Caller identifies the asking client, for the waiting daily callers.
 	Caller string
 	// Tolerance is how late after its grant the caller may send (0:
@@ -298,7 +310,7 @@ type Ask struct {
 	// back until every link allows it. Needs Caller.
 	Chain bool
 	// Lead is how much later than its links allow a chained grant is
-	// placed, at least chainLead: the caller's usual round trip, which it
+	// placed, at least ChainLead: the caller's usual round trip, which it
 	// spends after each linked answer.
 	Lead time.Duration
 }
@@ -339,7 +351,7 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
 		return l.reserve(now, lim, ask)
 	}
 	l.Waiting = slices.DeleteFunc(l.Waiting, func(w Waiting) bool { return !w.Until.After(now) })
-	backfill := ask.Priority == connector.PriorityBackfill
+	backfill := ask.Priority == permit.PriorityBackfill
 	if backfill && len(l.Waiting) > 0 {
 		return Answer{RetryIn: yieldPoll, Yielded: true}
 	}
@@ -404,10 +416,10 @@ func late(g Grant, lim Limits) time.Time {
 }
 
 func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
-	loc := lim.location()
+	loc := lim.Location()
 	rules := Rules(ask.Rules)
 	priority := rules.Priority
-	backfill := priority && ask.Priority == connector.PriorityBackfill
+	backfill := priority && ask.Priority == permit.PriorityBackfill
 	tol := lim.Tolerance
 	if priority && ask.Tolerance > 0 {
 		tol = ask.Tolerance
@@ -433,9 +445,9 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	}
 	l.pruneDays(now, loc)
 	var chain uint32
-	lead, margin := time.Duration(chainLead), rules.ChainMargin
+	lead, margin := time.Duration(ChainLead), rules.ChainMargin
 	if rules.CallerLead {
-		lead = max(ask.Lead, chainLead)
+		lead = max(ask.Lead, ChainLead)
 	}
 	if rules.Chain && ask.Chain && ask.Caller != "" {
 		chain = l.chainOf(ask.Caller)
@@ -467,7 +479,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			// (the caller keeps the link) and the others' latest sends.
 			space := func(i int, length time.Duration) time.Time {
 				gap := stretch(length) + slack
-				if chain == 0 || length > chainMaxWindow {
+				if chain == 0 || length > ChainMaxWindow {
 					return lateOf(i).Add(gap)
 				}
 				other, ownID, ownAt := l.chainFrom(i, chain, margin+lead, lim)
@@ -681,7 +693,7 @@ func (l *Ledger) exhausted(next time.Time, day string, lim Limits, backfill bool
 // ignored too (the slot then stays wasted: safe). It returns how many
 // grants were released.
 func (l *Ledger) Release(ids []uint64, lim Limits) int {
-	loc := lim.location()
+	loc := lim.Location()
 	keep := lim.maxLog()
 	n := 0
 	for _, id := range ids {
@@ -711,7 +723,7 @@ func (l *Ledger) Release(ids []uint64, lim Limits) int {
 
 // DayCount returns the grants counted against the provider-local day of t.
 func (l *Ledger) DayCount(t time.Time, lim Limits) int {
-	return l.dayCount(t.In(lim.location()).Format(time.DateOnly))
+	return l.dayCount(t.In(lim.Location()).Format(time.DateOnly))
 }
 
 func (l *Ledger) dayCount(day string) int {
@@ -726,7 +738,7 @@ func (l *Ledger) dayCount(day string) int {
 // BackfillCount returns the backfill grants counted against the
 // provider-local day of t.
 func (l *Ledger) BackfillCount(t time.Time, lim Limits) int {
-	return l.backfillCount(t.In(lim.location()).Format(time.DateOnly))
+	return l.backfillCount(t.In(lim.Location()).Format(time.DateOnly))
 }
 
 func (l *Ledger) backfillCount(day string) int {
@@ -788,12 +800,12 @@ func nextMidnight(t time.Time, loc *time.Location) time.Time {
 // day they could fall in (now's, and the next if MaxAhead reaches it)
 // counts as spent. Grant ids start afresh above any earlier run's.
 func (l *Ledger) Quarantine(now time.Time, lim Limits) {
-	end := now.Add(MaxAhead + maxTolerance + lim.longest() + slack)
+	end := now.Add(MaxAhead + MaxTolerance + lim.longest() + slack)
 	if end.After(l.PausedUntil) {
 		l.PausedUntil = end
 	}
 	if lim.DailyQuota > 0 {
-		loc := lim.location()
+		loc := lim.Location()
 		for _, t := range []time.Time{now, now.Add(MaxAhead)} {
 			day := t.In(loc).Format(time.DateOnly)
 			l.setDay(day, max(l.dayCount(day), lim.DailyQuota))

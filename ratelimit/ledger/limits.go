@@ -1,17 +1,14 @@
-// Package ratelimit holds Sluice's provider-scoped rate limits: the
-// deterministic ledger that decides when a call may be sent, and the client
-// through which every worker process asks the one limiter of a scope
-// instance for permits.
-//
-// The guarantee (docs/ratelimit.md): for every scope instance, across all
-// workers, the calls Sluice sends never exceed a declared count in any
-// sliding window of the declared length, two calls are never closer than
-// the declared minimum interval, and daily quotas are counted durably.
-//
-// The ledger lives in a singleton Temporal workflow per scope instance
-// (workflows.ScopeLimiter); workers reach it through workflow updates,
-// batched per process so that in-flight updates stay few.
-package ratelimit
+// Package ledger is the arithmetic of Sluice's rate limits, pure: the
+// limits of a scope instance (Limits, from its registry declaration), the
+// ledger that decides when a call may be sent (Ledger.Reserve: sliding
+// windows, the minimum interval, the daily quota in the provider's
+// timezone, priorities and chained grants), gives grants back by id
+// (Release) and backs off when a provider rejects a call (Penalize).
+// Time is a parameter of every method: the ledger reads no clock and
+// knows no workflow, so that the limiter workflow (package ratelimit)
+// replays it deterministically and the planner predicts with it
+// (docs/ratelimit.md).
+package ledger
 
 import (
 	"fmt"
@@ -49,9 +46,9 @@ type Limits struct {
 // DefaultTolerance is the default slack between a grant and the send.
 const DefaultTolerance = 50 * time.Millisecond
 
-// maxTolerance bounds how far a client widens its tolerance to slow round
+// MaxTolerance bounds how far a client widens its tolerance to slow round
 // trips, and so how late any grant may be used.
-const maxTolerance = 2 * time.Second
+const MaxTolerance = 2 * time.Second
 
 // FromScope derives the limits of a registry scope instance. scale (≥ 1
 // for the simulator's --rate-scale; ≤ 0 means 1) multiplies every rate: it
@@ -145,10 +142,10 @@ func (l Limits) maxLog() int {
 	return n
 }
 
-// spacing is the average time between calls the limits allow at most:
+// Spacing is the average time between calls the limits allow at most:
 // the minimum interval, or a window's length over its count, whichever is
 // longest.
-func (l Limits) spacing() time.Duration {
+func (l Limits) Spacing() time.Duration {
 	d := l.MinInterval
 	for _, w := range l.Windows {
 		if w.Count > 0 {
@@ -158,8 +155,8 @@ func (l Limits) spacing() time.Duration {
 	return d
 }
 
-// location is the quota's timezone (UTC when unset or unknown).
-func (l Limits) location() *time.Location {
+// Location is the quota's timezone (UTC when unset or unknown).
+func (l Limits) Location() *time.Location {
 	if l.Timezone != "" {
 		if z, err := time.LoadLocation(l.Timezone); err == nil {
 			return z
@@ -195,8 +192,8 @@ func (l Limits) increaseWindow() time.Duration {
 	return max(w, time.Millisecond)
 }
 
-// horizon is how far ahead one acquire answer may reserve beyond its first
+// Horizon is how far ahead one acquire answer may reserve beyond its first
 // burst: the tolerance. An answer that arrives too late to be used then
 // wastes one burst of slots, not a window's worth; the client asks again
 // at once for the callers still waiting.
-func (l Limits) horizon() time.Duration { return max(l.Tolerance, time.Millisecond) }
+func (l Limits) Horizon() time.Duration { return max(l.Tolerance, time.Millisecond) }

@@ -1,11 +1,11 @@
-package ratelimit
+package ledger
 
 import (
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // TestReserveWithinWindow: an ask bounded to a window of the ledger's
@@ -26,7 +26,7 @@ func TestReserveWithinWindow(t *testing.T) {
 		}
 		next := first.Grants[0].Late.Add(lim.MinInterval + slack) // the scope's first free slot
 		before := clone(l)
-		for _, prio := range []connector.Priority{connector.PriorityDaily, connector.PriorityBackfill} {
+		for _, prio := range []permit.Priority{permit.PriorityDaily, permit.PriorityBackfill} {
 			miss := l.Reserve(t0, lim, Ask{N: 1, Rules: rules, Caller: "b", Priority: prio,
 				NotBefore: t0.Add(10 * time.Millisecond), NotAfter: next.Add(-time.Millisecond)})
 			if len(miss.Grants) != 0 || !miss.Earliest.Equal(next) {

@@ -1,4 +1,4 @@
-package ratelimit
+package ledger
 
 import (
 	"math/rand/v2"
@@ -310,7 +310,7 @@ func TestLedgerProperty(t *testing.T) {
 			Timezone:    "Asia/Seoul",
 			Tolerance:   10 * time.Millisecond,
 		}
-		loc := lim.location()
+		loc := lim.Location()
 		// Start shortly before a Seoul midnight, so the run crosses it.
 		now := time.Date(2026, 11, 30, 23, 59, 58, 0, loc)
 		var l Ledger
@@ -398,7 +398,7 @@ func TestQuarantine(t *testing.T) {
 	var l Ledger
 	noon := t0.Add(12 * time.Hour)
 	l.Quarantine(noon, lim)
-	if want := noon.Add(MaxAhead + maxTolerance + 2*time.Second + slack); !l.PausedUntil.Equal(want) {
+	if want := noon.Add(MaxAhead + MaxTolerance + 2*time.Second + slack); !l.PausedUntil.Equal(want) {
 		t.Errorf("paused until %v, want %v", l.PausedUntil, want)
 	}
 	if ans := l.Reserve(noon.Add(time.Hour), lim, Ask{N: 1}); ans.Quota == nil || !ans.Quota.ResetAt.Equal(t0.Add(24*time.Hour)) {

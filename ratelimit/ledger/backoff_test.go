@@ -1,4 +1,4 @@
-package ratelimit
+package ledger
 
 import (
 	"container/heap"

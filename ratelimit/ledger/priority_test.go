@@ -1,4 +1,4 @@
-package ratelimit
+package ledger
 
 import (
 	"math/rand/v2"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 )
 
 // kisLike is a 5/s scope with a daily quota of 10 in Seoul, of which 7 are
@@ -17,12 +17,12 @@ func kisLike() Limits {
 }
 
 func daily(n int, caller string, lim Limits) Ask {
-	return Ask{N: n, Horizon: lim.horizon(), Rules: RulesPriority, Caller: caller}
+	return Ask{N: n, Horizon: lim.Horizon(), Rules: RulesPriority, Caller: caller}
 }
 
 func backfill(n int, caller string, lim Limits) Ask {
 	a := daily(n, caller, lim)
-	a.Priority = connector.PriorityBackfill
+	a.Priority = permit.PriorityBackfill
 	return a
 }
 
@@ -69,8 +69,8 @@ func TestReservePriority(t *testing.T) {
 			{time.Millisecond, backfill(5, "b", lim), burst(time.Millisecond, 2), false},
 		}},
 		{"the legacy rules ignore priorities", []step{
-			{0, Ask{N: 7, Horizon: lim.horizon()}, burst(0, 5), false},
-			{500 * time.Millisecond, Ask{N: 5, Horizon: lim.horizon(), Priority: connector.PriorityBackfill}, burst(second, 5), false},
+			{0, Ask{N: 7, Horizon: lim.Horizon()}, burst(0, 5), false},
+			{500 * time.Millisecond, Ask{N: 5, Horizon: lim.Horizon(), Priority: permit.PriorityBackfill}, burst(second, 5), false},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestReservePriority(t *testing.T) {
 func TestReserveBackfillShare(t *testing.T) {
 	lim := kisLike()
 	lim.Windows = nil
-	loc := lim.location()
+	loc := lim.Location()
 	noon := time.Date(2026, 11, 30, 12, 0, 0, 0, loc)
 	midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, loc).UTC()
 	var l Ledger
@@ -129,7 +129,7 @@ func TestReserveBackfillShare(t *testing.T) {
 	}
 	// The legacy rules know no share: a backfill gets the whole quota.
 	var old Ledger
-	if ans := old.Reserve(noon, lim, Ask{N: 10, Priority: connector.PriorityBackfill}); len(ans.Grants) != 10 {
+	if ans := old.Reserve(noon, lim, Ask{N: 10, Priority: permit.PriorityBackfill}); len(ans.Grants) != 10 {
 		t.Fatalf("legacy: %d grants", len(ans.Grants))
 	}
 }
@@ -200,7 +200,7 @@ func TestLedgerPriorityProperty(t *testing.T) {
 			Tolerance:   50 * time.Millisecond,
 		}
 		lim.Reserved = rng.IntN(lim.DailyQuota + 1)
-		loc := lim.location()
+		loc := lim.Location()
 		now := time.Date(2026, 11, 30, 23, 59, 57, 0, loc)
 		var l Ledger
 		used := map[uint64]time.Time{}
@@ -214,13 +214,13 @@ func TestLedgerPriorityProperty(t *testing.T) {
 				ask := Ask{N: 1 + rng.IntN(4), MaxWait: time.Duration(rng.IntN(2)) * time.Second, Horizon: tol,
 					Rules: RulesPriority, Caller: []string{"a", "b", "c"}[rng.IntN(3)], Tolerance: tol}
 				if rng.IntN(2) == 0 {
-					ask.Priority = connector.PriorityBackfill
+					ask.Priority = permit.PriorityBackfill
 				}
 				for _, g := range l.Reserve(now, lim, ask).Grants {
 					used[g.ID] = g.At.Add(time.Duration(rng.Int64N(int64(tol) + 1)))
 					day[g.ID] = g.At.In(loc).Format(time.DateOnly)
 					isBackfill[g.ID] = g.Backfill
-					if g.Backfill != (ask.Priority == connector.PriorityBackfill) {
+					if g.Backfill != (ask.Priority == permit.PriorityBackfill) {
 						t.Fatalf("seed %d: grant %d backfill %v for a %q ask", seed, g.ID, g.Backfill, ask.Priority)
 					}
 					given = append(given, g.ID)

@@ -1,4 +1,4 @@
-package ratelimit
+package ledger
 
 import (
 	"math"
@@ -107,4 +107,21 @@ func (l *Ledger) Penalize(now time.Time, lim Limits, p Penalty) PenaltyResult {
 		res.Pause = wait
 	}
 	return res
+}
+
+// AbsorbBackoff keeps the backoff another ledger of the same scope learnt
+// (penalties reported while a run was recovering): the lower factor, the
+// later pause.
+func (l *Ledger) AbsorbBackoff(o Ledger, now time.Time, lim Limits) {
+	l.Penalties += o.Penalties
+	l.Decreases += o.Decreases
+	if o.PausedUntil.After(l.PausedUntil) {
+		l.PausedUntil = o.PausedUntil
+	}
+	if o.Decreases > 0 {
+		if f := o.CurrentFactor(now, lim); f < l.CurrentFactor(now, lim) {
+			l.Factor, l.ChangedAt = f, now
+			l.DecreaseID, l.DecreaseHorizon = l.NextID, now
+		}
+	}
 }
