@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/lineage"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 )
 
@@ -32,7 +33,7 @@ func (a *Activities) lineageRun(ctx context.Context, ds *registry.Dataset, in In
 	switch {
 	case in.LookBack:
 		f.Kind = lineageDaily
-	case in.Priority == connector.PriorityBackfill:
+	case in.Priority == permit.PriorityBackfill:
 		f.Kind = lineageBackfill
 	}
 	if !plan.window.IsZero() {

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/lineage/lineagetest"
+	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -126,7 +127,7 @@ func TestIngestEmitsStartAndFail(t *testing.T) {
 	}
 	c, err := connector.New(reg.Provider("fred"), connector.Options{BaseURL: srv.URL, TokenStore: store,
 		Credentials: connector.MapCredentials(map[string]string{"FRED_API_KEY": secret}),
-		Gate:        func(context.Context, connector.Call) (connector.Permit, error) { return connector.Permit{}, nil }})
+		Limiter:     permit.Funcs{WaitFunc: func(context.Context, permit.Call) (permit.Permit, error) { return permit.Permit{}, nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestBackfillChunkAndDailyLineage(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(st.acts)
 	for _, in := range []IngestInput{
-		{Dataset: "fred-dgs10-paged", From: "2025-01-01", To: "2025-03-31", Priority: connector.PriorityBackfill},
+		{Dataset: "fred-dgs10-paged", From: "2025-01-01", To: "2025-03-31", Priority: permit.PriorityBackfill},
 		{Dataset: "fred-dgs10-paged", From: "2025-03-10", LookBack: true},
 	} {
 		if _, err := env.ExecuteActivity(st.acts.Ingest, in); err != nil {
