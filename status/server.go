@@ -161,6 +161,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v2/components.json", s.statuspageComponentsJSON)
 	mux.HandleFunc("GET /feed.atom", s.feed)
 	mux.HandleFunc("GET /datasets/{id}/feed.atom", s.datasetFeed)
+	mux.HandleFunc("GET /badge/{file}", s.providerBadge)
+	mux.HandleFunc("GET /badge/{provider}/{file}", s.datasetBadge)
 	mux.HandleFunc("GET /static/style.css", s.stylesheet)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
