@@ -107,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("creating the status server: %w", err)
 		}
 	}
-	pub, err := checkPublicURL(cfg.PublicURL)
+	pub, err := CheckPublicURL(cfg.PublicURL)
 	if err != nil {
 		return nil, fmt.Errorf("creating the status server: %w", err)
 	}
@@ -135,9 +135,9 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// checkPublicURL checks Config.PublicURL and returns it without a
+// CheckPublicURL checks a Config.PublicURL and returns it without a
 // trailing slash.
-func checkPublicURL(u string) (string, error) {
+func CheckPublicURL(u string) (string, error) {
 	if u == "" {
 		return "", nil
 	}

@@ -156,7 +156,7 @@ func statuspageIndicator(v summaryView) StatuspageStatus {
 	return StatuspageStatus{Indicator: ind, Description: desc}
 }
 
-// worse orders Statuspage component statuses by severity.
+// severity orders Statuspage component statuses, the worst last.
 var severity = map[string]int{"operational": 0, "degraded_performance": 1, "partial_outage": 2, "major_outage": 3}
 
 // statuspageComponents lists the providers as groups and their datasets
