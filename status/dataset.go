@@ -271,5 +271,7 @@ func (s *Server) datasetPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	s.render(w, r, "dataset", s.page(v.Row.Name, v))
+	p := s.page(v.Row.Name, v)
+	p.Feed = "/datasets/" + v.Row.ID + "/feed.atom"
+	s.render(w, r, "dataset", p)
 }

@@ -118,11 +118,67 @@ func human(d time.Duration) string {
 }
 
 type windowView struct {
-	Label  string `json:"window"`
+	Label string `json:"window"`
+	// Uptime is the figure as the pages show it: the percentage alone
+	// when the window was observed (almost) whole, else followed by how
+	// much of it was observed ("100.00% over 2min observed of 30 d"), so
+	// that a dataset watched for two minutes never shows a bare 100.00%.
 	Uptime string `json:"uptime"`
 	// Ratio is the uptime, 0 to 1; null when no time is known.
 	Ratio *float64 `json:"ratio"`
 	Down  string   `json:"down"`
+	// Coverage is the share of the window whose state is known (observed
+	// up, degraded or down), 0 to 1; Observed says it in words.
+	Coverage        float64 `json:"coverage"`
+	ObservedSeconds float64 `json:"observed_seconds"`
+	WindowSeconds   float64 `json:"window_seconds"`
+	Observed        string  `json:"observed"`
+	// Figure is the percentage alone and Partial whether the window was
+	// observed less than FullCoverage of it (the pages then show Observed
+	// beside Figure).
+	Figure  string `json:"-"`
+	Partial bool   `json:"partial"`
+}
+
+// FullCoverage is the share of a window that must be observed for its
+// uptime to be shown without saying how much of it was observed.
+const FullCoverage = 0.99
+
+// windowOf is the view of one uptime window: the figure, and how much of
+// the window it rests on.
+func windowOf(w watch.WindowUptime) windowView {
+	wv := windowView{Label: windowLabel(w.Window), Uptime: "no data", Figure: "no data", Down: human(w.Down),
+		WindowSeconds: w.Window.Seconds(), ObservedSeconds: w.Known().Seconds()}
+	if w.Window > 0 {
+		wv.Coverage = min(float64(w.Known())/float64(w.Window), 1)
+	}
+	wv.Partial = wv.Coverage < FullCoverage
+	wv.Observed = observedText(w.Known(), w.Window, wv.Coverage)
+	if r, ok := w.Uptime(); ok {
+		wv.Ratio = &r
+		wv.Figure = percent(r, true)
+		wv.Uptime = wv.Figure
+		if wv.Partial {
+			wv.Uptime += " over " + wv.Observed
+		}
+	}
+	return wv
+}
+
+// observedText says how much of a window was observed: "2min observed
+// of 30 d (<0.1%)", "nothing observed of 30 d".
+func observedText(known, window time.Duration, coverage float64) string {
+	if known <= 0 {
+		return "nothing observed of " + windowLabel(window)
+	}
+	var share string
+	switch v := math.Floor(coverage*1000) / 10; {
+	case v < 0.1:
+		share = "<0.1%"
+	default:
+		share = strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	}
+	return fmt.Sprintf("%s observed of %s (%s)", human(known), windowLabel(window), share)
 }
 
 func windowLabel(w time.Duration) string {
@@ -317,15 +373,11 @@ func (s *Server) datasetRow(ds *registry.Dataset, st watch.DatasetState, up watc
 		dv.Days = append(dv.Days, cellOf(d))
 	}
 	for i, w := range watch.DefaultWindows {
-		wv := windowView{Label: windowLabel(w), Uptime: "no data"}
+		wu := watch.WindowUptime{Window: w}
 		if i < len(up.Windows) {
-			if r, ok := up.Windows[i].Uptime(); ok {
-				wv.Ratio = &r
-				wv.Uptime = percent(r, true)
-			}
-			wv.Down = human(up.Windows[i].Down)
+			wu = up.Windows[i]
 		}
-		dv.Windows = append(dv.Windows, wv)
+		dv.Windows = append(dv.Windows, windowOf(wu))
 	}
 	return dv
 }

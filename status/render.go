@@ -19,6 +19,7 @@ type pageData struct {
 	Operator bool   // the operator is logged in (shows the logout form)
 	CSRF     string // the session's CSRF token for the logout form
 	OpsOn    bool   // an operator token is configured
+	Feed     string // the page's own Atom feed beside /feed.atom ("": none)
 	View     any
 }
 

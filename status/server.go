@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +66,11 @@ type Config struct {
 	LakeRefresh time.Duration
 	// Title heads every page; "": "Sluice status".
 	Title string
+	// PublicURL is where readers reach the public pages, as scheme, host
+	// and an optional path prefix (https://status.example.com). The Atom
+	// feeds' links and the Statuspage API's page url are absolute under
+	// it; "": they are paths, relative to wherever the answer was read.
+	PublicURL string
 }
 
 // Server serves the status pages. Build it with New.
@@ -101,6 +107,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("creating the status server: %w", err)
 		}
 	}
+	pub, err := CheckPublicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("creating the status server: %w", err)
+	}
+	cfg.PublicURL = pub
 	s := &Server{cfg: cfg, now: cfg.Now, log: cfg.Logger, loc: cfg.Location, title: cfg.Title, newest: map[string]newestCache{}}
 	if s.now == nil {
 		s.now = time.Now
@@ -118,11 +129,24 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.LakeRefresh = time.Minute
 	}
 	s.auth = newAuth(cfg.OperatorToken, s.now, cfg.TrustedProxies)
-	var err error
 	if s.tmpl, err = parseTemplates(); err != nil {
 		return nil, fmt.Errorf("creating the status server: %w", err)
 	}
 	return s, nil
+}
+
+// CheckPublicURL checks a Config.PublicURL and returns it without a
+// trailing slash.
+func CheckPublicURL(u string) (string, error) {
+	if u == "" {
+		return "", nil
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil ||
+		p.RawQuery != "" || p.Fragment != "" || strings.ContainsAny(u, " <>\"'") {
+		return "", fmt.Errorf("public URL %q: want http(s)://host[/prefix], without user, query or fragment", u)
+	}
+	return strings.TrimRight(p.String(), "/"), nil
 }
 
 // Handler returns the pages, the JSON API and the stylesheet.
@@ -132,6 +156,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /datasets/{id}", s.datasetPage)
 	mux.HandleFunc("GET /api/v1/summary.json", s.summaryJSON)
 	mux.HandleFunc("GET /api/v1/datasets/{file}", s.datasetJSON)
+	mux.HandleFunc("GET /api/v2/status.json", s.statuspageStatusJSON)
+	mux.HandleFunc("GET /api/v2/summary.json", s.statuspageSummaryJSON)
+	mux.HandleFunc("GET /api/v2/components.json", s.statuspageComponentsJSON)
+	mux.HandleFunc("GET /feed.atom", s.feed)
+	mux.HandleFunc("GET /datasets/{id}/feed.atom", s.datasetFeed)
+	mux.HandleFunc("GET /badge/{file}", s.providerBadge)
+	mux.HandleFunc("GET /badge/{provider}/{file}", s.datasetBadge)
 	mux.HandleFunc("GET /static/style.css", s.stylesheet)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -39,6 +39,7 @@ type statusFlags struct {
 	db       watchDBFlag // bound by sluice status; sluice dev shares its own
 	timezone string
 	proxies  []netip.Prefix // --status-trusted-proxy
+	public   string         // --status-public-url
 }
 
 // bind registers the flags; the address flag is named addrFlag (--addr
@@ -49,6 +50,8 @@ func (f *statusFlags) bind(fs *pflag.FlagSet, addrFlag, addrUsage string) {
 	valueFlag(fs, trustedProxyValue{&f.proxies}, "status-trusted-proxy", "SLUICE_STATUS_TRUSTED_PROXY",
 		"reverse proxies in front of the status pages, CIDR[,CIDR] (addresses too): only from them are X-Forwarded-For, X-Real-IP and X-Forwarded-Proto believed (empty: none)",
 		"a comma-separated list of CIDR prefixes or addresses")
+	stringFlag(fs, &f.public, "status-public-url", "SLUICE_STATUS_PUBLIC_URL", "",
+		"URL readers reach the status pages at, https://host[/prefix]: the Atom feeds' links and the Statuspage API's page url are absolute under it (empty: paths)")
 }
 
 // trustedProxyValue is the pflag.Value of --status-trusted-proxy: a
@@ -161,6 +164,9 @@ func startStatus(ctx context.Context, f statusFlags, d statusDeps) (*statusServe
 	if err != nil {
 		return nil, fmt.Errorf("--status-timezone %q: %w", f.timezone, err)
 	}
+	if _, err := status.CheckPublicURL(f.public); err != nil {
+		return nil, fmt.Errorf("--status-public-url (SLUICE_STATUS_PUBLIC_URL): %w", err)
+	}
 	if err := status.CheckListen(f.addr, d.token); err != nil {
 		return nil, err
 	}
@@ -169,7 +175,7 @@ func startStatus(ctx context.Context, f statusFlags, d statusDeps) (*statusServe
 		return nil, err
 	}
 	cfg := status.Config{Registry: d.reg, Store: st, Lake: d.lake, LakeDescription: d.lakeName, Limiter: d.limiter,
-		OperatorToken: d.token, TrustedProxies: f.proxies, Location: loc, Logger: d.log}
+		OperatorToken: d.token, TrustedProxies: f.proxies, Location: loc, Logger: d.log, PublicURL: f.public}
 	if d.lake != nil {
 		cfg.Manifests = status.LakeManifests{Lake: d.lake}
 	}

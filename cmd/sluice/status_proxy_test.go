@@ -121,3 +121,24 @@ func TestStatusTrustedProxySecureCookies(t *testing.T) {
 		t.Error("X-Forwarded-Proto from a peer outside the trusted proxies is believed")
 	}
 }
+
+// TestStatusPublicURLFlag: --status-public-url is bound with its
+// variable, and a URL that is not http(s)://host[/prefix] is refused
+// naming the flag and the value before anything is opened.
+func TestStatusPublicURLFlag(t *testing.T) {
+	t.Setenv("SLUICE_STATUS_PUBLIC_URL", "https://status.example.com")
+	delete(envProblems, "SLUICE_STATUS_PUBLIC_URL")
+	var f statusFlags
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.bind(fs, "addr", "")
+	if err := fs.Parse(nil); err != nil || f.public != "https://status.example.com" {
+		t.Fatalf("from the variable: %q, %v", f.public, err)
+	}
+	for _, bad := range []string{"javascript:alert(1)", "status.example.com", "https://h/?x=1"} {
+		_, err := startStatus(context.Background(), statusFlags{addr: "127.0.0.1:0", timezone: "UTC", public: bad}, statusDeps{})
+		if err == nil || !strings.Contains(err.Error(), "--status-public-url") || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--status-public-url %q: %v", bad, err)
+		}
+	}
+}
