@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/sluicehq/sluice/internal/redact"
+
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
 )
@@ -29,6 +31,58 @@ func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h levelHandler) WithGroup(name string) slog.Handler {
 	return levelHandler{level: h.level, next: h.next.WithGroup(name)}
+}
+
+// redactHandler replaces secrets (the database password) in a record's
+// message and attribute values before passing it on.
+type redactHandler struct {
+	secrets []string
+	next    slog.Handler
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h redactHandler) Handle(ctx context.Context, r slog.Record) error {
+	if len(h.secrets) == 0 {
+		return h.next.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, redact.Values(r.Message, h.secrets...), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+// attr returns a with its value redacted; a value whose text shows no
+// secret is kept as it is.
+func (h redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		group := v.Group()
+		out := make([]any, len(group))
+		for i, g := range group {
+			out[i] = h.attr(g)
+		}
+		return slog.Group(a.Key, out...)
+	}
+	text := v.String()
+	if red := redact.Values(text, h.secrets...); red != text {
+		return slog.String(a.Key, red)
+	}
+	return a
+}
+
+func (h redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		out[i] = h.attr(a)
+	}
+	return redactHandler{secrets: h.secrets, next: h.next.WithAttrs(out)}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{secrets: h.secrets, next: h.next.WithGroup(name)}
 }
 
 // serverLogger adapts a slog.Logger to the Temporal server's log.Logger.
