@@ -3,6 +3,8 @@ package embedded
 import (
 	"context"
 	"log/slog"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice/internal/redact"
 
@@ -87,9 +89,14 @@ func (h redactHandler) WithGroup(name string) slog.Handler {
 
 // serverLogger adapts a slog.Logger to the Temporal server's log.Logger.
 // DPanic logs at error level; Panic and Fatal log at error level and then
-// panic, so the embedded server never exits the process by itself.
+// panic, so the embedded server never exits the process by itself — except
+// once the server is stopping (stopped set), when they end only their own
+// goroutine: a service still starting when Stop came (a ringpop join whose
+// context Stop cancelled) reports that as fatal, and it must not take the
+// process down after the server stopped.
 type serverLogger struct {
-	log *slog.Logger
+	log     *slog.Logger
+	stopped *atomic.Bool
 }
 
 var (
@@ -106,18 +113,27 @@ func (l serverLogger) DPanic(msg string, tags ...tag.Tag) {
 }
 
 func (l serverLogger) Panic(msg string, tags ...tag.Tag) {
-	l.emit(slog.LevelError, msg, tags)
-	panic("temporal server: " + msg)
+	l.fail("temporal server: ", msg, tags)
 }
 
 func (l serverLogger) Fatal(msg string, tags ...tag.Tag) {
+	l.fail("temporal server (fatal): ", msg, tags)
+}
+
+// fail logs msg and panics, or, once the server is stopping, ends the
+// calling goroutine.
+func (l serverLogger) fail(prefix, msg string, tags []tag.Tag) {
+	if l.stopped != nil && l.stopped.Load() {
+		l.emit(slog.LevelWarn, msg+" (while stopping)", tags)
+		runtime.Goexit()
+	}
 	l.emit(slog.LevelError, msg, tags)
-	panic("temporal server (fatal): " + msg)
+	panic(prefix + msg)
 }
 
 // With returns a logger that adds tags to every record.
 func (l serverLogger) With(tags ...tag.Tag) log.Logger {
-	return serverLogger{log: slog.New(l.log.Handler().WithAttrs(attrs(tags)))}
+	return serverLogger{log: slog.New(l.log.Handler().WithAttrs(attrs(tags))), stopped: l.stopped}
 }
 
 func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {

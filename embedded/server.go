@@ -9,10 +9,12 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/server/api/adminservice/v1"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -33,6 +35,7 @@ type Server struct {
 	database     string
 
 	logger   *slog.Logger
+	stopping *atomic.Bool // read by the server's logger
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -82,6 +85,8 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 	}
 	logger := slog.New(redactHandler{secrets: secrets, next: levelHandler{level: level, next: r.logger.Handler()}}).With("component", "temporal")
 
+	stopping := new(atomic.Bool)
+	srvLog := serverLogger{log: logger, stopped: stopping}
 	store := sqlitePersistence(r.dbPath, r.frontendHost)
 	database := r.dbPath
 	unlock := func() {}
@@ -93,7 +98,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 			return nil, fmt.Errorf("preparing Temporal database: %w", err)
 		}
 		defer func() { unlock() }()
-		if err := r.pg.prepare(ctx, serverLogger{log: logger}, r.namespace, r.retention); err != nil {
+		if err := r.pg.prepare(ctx, srvLog, r.namespace, r.retention); err != nil {
 			return nil, fmt.Errorf("preparing Temporal database: %w", err)
 		}
 		store = postgresPersistence(r.pg, r.nodeHost)
@@ -113,7 +118,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, store, serverLogger{log: logger}, r.dynamic, r.tls)...)
+	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, store, srvLog, r.dynamic, r.tls)...)
 	if err != nil {
 		return nil, fmt.Errorf("building Temporal server: %w", err)
 	}
@@ -127,14 +132,22 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		namespace:    r.namespace,
 		database:     database,
 		logger:       r.logger,
+		stopping:     stopping,
 	}
 	if err := srv.Start(); err != nil {
+		stopping.Store(true)
 		_ = srv.Stop()
 		return nil, fmt.Errorf("starting Temporal server: %w", err)
 	}
 	if err := waitNamespace(ctx, s.frontendHost, r.namespace, creds); err != nil {
 		_ = s.stopServers()
 		return nil, err
+	}
+	if r.pg != nil {
+		if err := waitMembership(ctx, s.frontendHost, creds); err != nil {
+			_ = s.stopServers()
+			return nil, err
+		}
 	}
 	if err := registerSearchAttributes(ctx, s.frontendHost, r.namespace, creds); err != nil {
 		_ = s.stopServers()
@@ -193,6 +206,47 @@ func waitNamespace(ctx context.Context, hostPort, namespace string, creds creden
 	}
 }
 
+// waitMembership polls a cluster node's frontend until its membership
+// lists a history, a matching and a worker service: until then the
+// node's ringpop is still joining (past a restart, it first tries the
+// stopped run's addresses), and workers polling it would be refused.
+func waitMembership(ctx context.Context, hostPort string, creds credentials.TransportCredentials) error {
+	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
+	defer cancel()
+	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal frontend %s: %w", hostPort, err)
+	}
+	defer conn.Close()
+	admin := adminservice.NewAdminServiceClient(conn)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var missing []string
+		resp, err := admin.DescribeCluster(ctx, &adminservice.DescribeClusterRequest{})
+		if err == nil {
+			members := map[string]int32{}
+			for _, ring := range resp.GetMembershipInfo().GetRings() {
+				members[ring.GetRole()] = ring.GetMemberCount()
+			}
+			for _, role := range []string{"history", "matching", "worker"} {
+				if members[role] == 0 {
+					missing = append(missing, role)
+				}
+			}
+			if len(missing) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the cluster membership on Temporal frontend %s: %w (missing %v, last error: %v)",
+				hostPort, ctx.Err(), missing, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // FrontendHostPort returns the host:port of the frontend gRPC service, for
 // client.Options.HostPort.
 func (s *Server) FrontendHostPort() string { return s.frontendHost }
@@ -237,6 +291,7 @@ func (s *Server) Stop() error {
 
 // stopServers stops the UI, then the Temporal server.
 func (s *Server) stopServers() error {
+	s.stopping.Store(true)
 	if s.ui != nil {
 		s.ui.stop()
 	}
