@@ -32,6 +32,8 @@ import (
 var (
 	setupOnce    sync.Once
 	setupErr     error
+	buildOnce    sync.Once
+	buildErr     error
 	workDir      string // removed by TestMain
 	sluiceBin    string
 	temporalAddr string // host:port of the Temporal frontend
@@ -82,13 +84,22 @@ func env(t testing.TB) {
 	}
 }
 
+// buildBinary makes the work directory and builds sluice into it, once;
+// tests that need only the binary call it instead of env.
+func buildBinary() error {
+	buildOnce.Do(func() {
+		if workDir, buildErr = os.MkdirTemp("", "sluice-e2e-"); buildErr != nil {
+			return
+		}
+		sluiceBin, buildErr = buildSluice(workDir)
+	})
+	return buildErr
+}
+
 func setup() error {
 	var err error
-	if workDir, err = os.MkdirTemp("", "sluice-e2e-"); err != nil {
-		return err
-	}
 	began := time.Now()
-	if sluiceBin, err = buildSluice(workDir); err != nil {
+	if err := buildBinary(); err != nil {
 		return err
 	}
 	built := time.Since(began)

@@ -3,6 +3,10 @@ package embedded
 import (
 	"context"
 	"log/slog"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/internal/redact"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -31,11 +35,68 @@ func (h levelHandler) WithGroup(name string) slog.Handler {
 	return levelHandler{level: h.level, next: h.next.WithGroup(name)}
 }
 
+// redactHandler replaces secrets (the database password) in a record's
+// message and attribute values before passing it on.
+type redactHandler struct {
+	secrets []string
+	next    slog.Handler
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h redactHandler) Handle(ctx context.Context, r slog.Record) error {
+	if len(h.secrets) == 0 {
+		return h.next.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, redact.Values(r.Message, h.secrets...), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+// attr returns a with its value redacted; a value whose text shows no
+// secret is kept as it is.
+func (h redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		group := v.Group()
+		out := make([]any, len(group))
+		for i, g := range group {
+			out[i] = h.attr(g)
+		}
+		return slog.Group(a.Key, out...)
+	}
+	text := v.String()
+	if red := redact.Values(text, h.secrets...); red != text {
+		return slog.String(a.Key, red)
+	}
+	return a
+}
+
+func (h redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		out[i] = h.attr(a)
+	}
+	return redactHandler{secrets: h.secrets, next: h.next.WithAttrs(out)}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{secrets: h.secrets, next: h.next.WithGroup(name)}
+}
+
 // serverLogger adapts a slog.Logger to the Temporal server's log.Logger.
 // DPanic logs at error level; Panic and Fatal log at error level and then
-// panic, so the embedded server never exits the process by itself.
+// panic, so the embedded server never exits the process by itself — except
+// once the server is stopping (stopped set), when they end only their own
+// goroutine: a service still starting when Stop came (a ringpop join whose
+// context Stop cancelled) reports that as fatal, and it must not take the
+// process down after the server stopped.
 type serverLogger struct {
-	log *slog.Logger
+	log     *slog.Logger
+	stopped *atomic.Bool
 }
 
 var (
@@ -52,18 +113,27 @@ func (l serverLogger) DPanic(msg string, tags ...tag.Tag) {
 }
 
 func (l serverLogger) Panic(msg string, tags ...tag.Tag) {
-	l.emit(slog.LevelError, msg, tags)
-	panic("temporal server: " + msg)
+	l.fail("temporal server: ", msg, tags)
 }
 
 func (l serverLogger) Fatal(msg string, tags ...tag.Tag) {
+	l.fail("temporal server (fatal): ", msg, tags)
+}
+
+// fail logs msg and panics, or, once the server is stopping, ends the
+// calling goroutine.
+func (l serverLogger) fail(prefix, msg string, tags []tag.Tag) {
+	if l.stopped != nil && l.stopped.Load() {
+		l.emit(slog.LevelWarn, msg+" (while stopping)", tags)
+		runtime.Goexit()
+	}
 	l.emit(slog.LevelError, msg, tags)
-	panic("temporal server (fatal): " + msg)
+	panic(prefix + msg)
 }
 
 // With returns a logger that adds tags to every record.
 func (l serverLogger) With(tags ...tag.Tag) log.Logger {
-	return serverLogger{log: slog.New(l.log.Handler().WithAttrs(attrs(tags)))}
+	return serverLogger{log: slog.New(l.log.Handler().WithAttrs(attrs(tags))), stopped: l.stopped}
 }
 
 func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {

@@ -56,6 +56,7 @@ func TestResolveChoices(t *testing.T) {
 
 func TestResolveRejects(t *testing.T) {
 	dir := t.TempDir()
+	const pgURL = "postgres://sluice:pw@127.0.0.1:5432/temporal"
 	cases := []struct {
 		name string
 		opts Options
@@ -72,6 +73,15 @@ func TestResolveRejects(t *testing.T) {
 		{"namespace length", Options{DataDir: dir, Namespace: strings.Repeat("a", 256)}, "255"},
 		{"log level", Options{DataDir: dir, LogLevel: "loud"}, "LogLevel"},
 		{"retention", Options{DataDir: dir, Retention: time.Hour}, "Retention"},
+		{"node addr without postgres", Options{DataDir: dir, NodeAddr: "127.0.0.1"}, "needs DatabaseURL"},
+		{"node ports without postgres", Options{DataDir: dir, NodePorts: 7300}, "needs DatabaseURL"},
+		{"database scheme", Options{DatabaseURL: "mysql://u:pw@db/t"}, "want postgres"},
+		{"database name", Options{DatabaseURL: "postgres://u:pw@db:5432"}, "HOST:PORT/DATABASE"},
+		{"database search path", Options{DatabaseURL: "postgres://u@db/t?search_path=x"}, "search_path"},
+		{"node addr differs", Options{DatabaseURL: pgURL, NodeAddr: "127.0.0.2"}, "differs from the frontend's host"},
+		{"node addr name", Options{DatabaseURL: pgURL, NodeAddr: "node-a"}, "NodeAddr"},
+		{"all addresses, no node", Options{DatabaseURL: pgURL, FrontendAddr: "0.0.0.0:7233", AllowInsecureRemote: true}, "set NodeAddr"},
+		{"node ports range", Options{DatabaseURL: pgURL, NodePorts: 32761}, "smallint"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -166,6 +176,9 @@ func TestResolveRefusesInsecureRemote(t *testing.T) {
 		{"frontend with mutual TLS", Options{DataDir: dir, FrontendAddr: "0.0.0.0:7233", UIAddr: UIOff, TLS: mutualTLS}, ""},
 		{"forced", Options{DataDir: dir, FrontendAddr: "0.0.0.0:7233", UIAddr: "0.0.0.0:8233", AllowInsecureRemote: true}, ""},
 		{"loopback", Options{DataDir: dir, FrontendAddr: "[::1]:0", UIAddr: "localhost:0"}, ""},
+		// A cluster node's internal services take no TLS at all.
+		{"node off loopback despite mutual TLS", Options{DatabaseURL: "postgres://u@db/t", FrontendAddr: "0.0.0.0:7233", NodeAddr: "192.0.2.1", UIAddr: UIOff, TLS: mutualTLS}, "NodeAddr 192.0.2.1 is not loopback"},
+		{"node off loopback forced", Options{DatabaseURL: "postgres://u@db/t", FrontendAddr: "0.0.0.0:7233", NodeAddr: "192.0.2.1", UIAddr: UIOff, AllowInsecureRemote: true}, ""},
 	} {
 		_, err := c.opts.resolve()
 		switch {
@@ -174,5 +187,33 @@ func TestResolveRefusesInsecureRemote(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestResolvePostgres: a PostgreSQL node needs no data directory, keeps
+// the URL's parameters, advertises the frontend's host by default, and
+// never shows the password.
+func TestResolvePostgres(t *testing.T) {
+	r, err := Options{DatabaseURL: "postgres://sluice:s3cret@db.internal/temporal?sslmode=require", NodePorts: 7300}.resolve()
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	if r.pg == nil || r.nodeHost != "127.0.0.1" || r.nodePorts != 7300 || r.dataDir != "" {
+		t.Fatalf("resolved %+v", r)
+	}
+	c := r.pg.storeConfig(pgVisibilitySchema)
+	if c.ConnectAddr != "db.internal:5432" || c.DatabaseName != "temporal" || c.User != "sluice" || c.Password != "s3cret" ||
+		c.ConnectAttributes["sslmode"] != "require" || c.ConnectAttributes["search_path"] != pgVisibilitySchema {
+		t.Errorf("visibility store config %+v", c)
+	}
+	if strings.Contains(r.pg.redacted, "s3cret") || !strings.Contains(r.pg.redacted, "db.internal") {
+		t.Errorf("redacted URL %q", r.pg.redacted)
+	}
+	r, err = Options{DatabaseURL: "postgres://u@db/t", FrontendAddr: "0.0.0.0:7233", NodeAddr: "10.1.2.3", AllowInsecureRemote: true}.resolve()
+	if err != nil || r.nodeHost != "10.1.2.3" {
+		t.Errorf("node on all addresses: %q, %v", r.nodeHost, err)
+	}
+	if _, err := (Options{DatabaseURL: "postgres://u:s3cret@db/t?x=1&x=2"}).resolve(); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("repeated parameter: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strconv"
 )
@@ -55,4 +57,31 @@ func resolvePort(host string, port int) (int, error) {
 	}
 	_ = l.Close()
 	return port, nil
+}
+
+// maxMembershipPort is the highest membership port a node can have:
+// Temporal's PostgreSQL schema keeps it in a smallint column
+// (cluster_membership.rpc_port), so the kernel's ephemeral ports (32768
+// and up on Linux) are out of reach.
+const maxMembershipPort = 32767
+
+// lowPortFloor is where freeLowPort starts looking: above the well-known
+// and most registered service ports.
+const lowPortFloor = 20000
+
+// freeLowPort returns a port from lowPortFloor to maxMembershipPort that
+// is free on host now. Ports below the ephemeral range are never handed out
+// by the kernel for port-0 binds, so it stays free unless another process
+// asks for it by number.
+func freeLowPort(host string) (int, error) {
+	for range 200 {
+		port := lowPortFloor + rand.IntN(maxMembershipPort-lowPortFloor+1)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
+	}
+	return 0, errors.New("picking a free port on " + host + ": none free from 20000 to 32767 after 200 tries")
 }

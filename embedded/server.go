@@ -9,14 +9,18 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/server/api/adminservice/v1"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluicehq/sluice/internal/redact"
 )
 
 // Server is a running embedded Temporal server with its optional Web UI.
@@ -28,21 +32,27 @@ type Server struct {
 	quietStop    bool
 	frontendHost string
 	namespace    string
+	database     string
 
 	logger   *slog.Logger
+	stopping *atomic.Bool // read by the server's logger
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// Start prepares the SQLite database in opts.DataDir, starts the Temporal
-// server and, unless disabled, the Web UI. It returns once the frontend
-// answers and the namespace can be used, so a worker can connect at once.
-// If ctx ends first, Start stops what it started and returns ctx's error.
-// The caller must Stop the returned server.
+// Start prepares the SQLite database in opts.DataDir (or PostgreSQL at
+// opts.DatabaseURL), starts the Temporal server and, unless disabled, the
+// Web UI. It returns once the frontend answers and the namespace can be
+// used, so a worker can connect at once. If ctx ends first, Start stops
+// what it started and returns ctx's error. The caller must Stop the
+// returned server.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if r.pg != nil {
+		return start(ctx, r)
 	}
 	if err := os.MkdirAll(r.dataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", r.dataDir, err)
@@ -67,17 +77,39 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // start does Start's work while the data directory is locked.
 func start(ctx context.Context, r resolved) (*Server, error) {
 	began := time.Now()
-	if err := prepareDatabase(r.dbPath, r.namespace, r.retention); err != nil {
+	level := new(slog.LevelVar)
+	level.Set(r.level)
+	var secrets []string
+	if r.pg != nil {
+		secrets = redact.DSNSecrets(r.pg.url)
+	}
+	logger := slog.New(redactHandler{secrets: secrets, next: levelHandler{level: level, next: r.logger.Handler()}}).With("component", "temporal")
+
+	stopping := new(atomic.Bool)
+	srvLog := serverLogger{log: logger, stopped: stopping}
+	store := sqlitePersistence(r.dbPath, r.frontendHost)
+	database := r.dbPath
+	unlock := func() {}
+	var err error
+	if r.pg != nil {
+		// The lock is held until the server is built, which writes the
+		// cluster's metadata record on a first start.
+		if unlock, err = r.pg.lock(ctx); err != nil {
+			return nil, fmt.Errorf("preparing Temporal database: %w", err)
+		}
+		defer func() { unlock() }()
+		if err := r.pg.prepare(ctx, srvLog, r.namespace, r.retention); err != nil {
+			return nil, fmt.Errorf("preparing Temporal database: %w", err)
+		}
+		store = postgresPersistence(r.pg, r.nodeHost)
+		database = r.pg.redacted
+	} else if err := prepareDatabase(r.dbPath, r.namespace, r.retention); err != nil {
 		return nil, fmt.Errorf("preparing Temporal database: %w", err)
 	}
-	ports, err := pickPorts(r.frontendHost, r.frontendPort)
+	ports, err := pickPorts(r.frontendHost, r.frontendPort, store, r.nodePorts)
 	if err != nil {
 		return nil, fmt.Errorf("choosing Temporal ports: %w", err)
 	}
-
-	level := new(slog.LevelVar)
-	level.Set(r.level)
-	logger := slog.New(levelHandler{level: level, next: r.logger.Handler()}).With("component", "temporal")
 	creds := insecure.NewCredentials()
 	if r.tls != nil {
 		cfg, err := r.tls.clientConfig(r.frontendHost)
@@ -86,25 +118,36 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, r.dbPath, serverLogger{log: logger}, r.dynamic, r.tls)...)
+	srv, err := temporal.NewServer(serverOptions(r.frontendHost, ports, store, srvLog, r.dynamic, r.tls)...)
 	if err != nil {
 		return nil, fmt.Errorf("building Temporal server: %w", err)
 	}
+	unlock()
+	unlock = func() {}
 	s := &Server{
 		temporal:     srv,
 		level:        level,
 		quietStop:    r.level >= slog.LevelWarn,
-		frontendHost: net.JoinHostPort(r.frontendHost, strconv.Itoa(ports.frontend)),
+		frontendHost: net.JoinHostPort(dialHost(r.frontendHost, r.nodeHost), strconv.Itoa(ports.frontend)),
 		namespace:    r.namespace,
+		database:     database,
 		logger:       r.logger,
+		stopping:     stopping,
 	}
 	if err := srv.Start(); err != nil {
+		stopping.Store(true)
 		_ = srv.Stop()
 		return nil, fmt.Errorf("starting Temporal server: %w", err)
 	}
 	if err := waitNamespace(ctx, s.frontendHost, r.namespace, creds); err != nil {
 		_ = s.stopServers()
 		return nil, err
+	}
+	if r.pg != nil {
+		if err := waitMembership(ctx, s.frontendHost, creds); err != nil {
+			_ = s.stopServers()
+			return nil, err
+		}
 	}
 	if err := registerSearchAttributes(ctx, s.frontendHost, r.namespace, creds); err != nil {
 		_ = s.stopServers()
@@ -118,8 +161,17 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 	}
 	r.logger.Info("embedded Temporal server started",
 		"frontend", s.frontendHost, "tls", r.tls != nil, "ui", s.UIURL(), "namespace", r.namespace,
-		"database", r.dbPath, "took", time.Since(began).Round(time.Millisecond))
+		"database", database, "node", r.nodeHost, "took", time.Since(began).Round(time.Millisecond))
 	return s, nil
+}
+
+// dialHost is the host clients on this machine dial the frontend at: its
+// own, or the node's when it listens on all addresses.
+func dialHost(frontend, node string) string {
+	if ip := net.ParseIP(frontend); ip != nil && ip.IsUnspecified() {
+		return node
+	}
+	return frontend
 }
 
 // namespaceWait bounds how long Start waits for the namespace after the
@@ -154,6 +206,47 @@ func waitNamespace(ctx context.Context, hostPort, namespace string, creds creden
 	}
 }
 
+// waitMembership polls a cluster node's frontend until its membership
+// lists a history, a matching and a worker service: until then the
+// node's ringpop is still joining (past a restart, it first tries the
+// stopped run's addresses), and workers polling it would be refused.
+func waitMembership(ctx context.Context, hostPort string, creds credentials.TransportCredentials) error {
+	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
+	defer cancel()
+	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal frontend %s: %w", hostPort, err)
+	}
+	defer conn.Close()
+	admin := adminservice.NewAdminServiceClient(conn)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var missing []string
+		resp, err := admin.DescribeCluster(ctx, &adminservice.DescribeClusterRequest{})
+		if err == nil {
+			members := map[string]int32{}
+			for _, ring := range resp.GetMembershipInfo().GetRings() {
+				members[ring.GetRole()] = ring.GetMemberCount()
+			}
+			for _, role := range []string{"history", "matching", "worker"} {
+				if members[role] == 0 {
+					missing = append(missing, role)
+				}
+			}
+			if len(missing) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the cluster membership on Temporal frontend %s: %w (missing %v, last error: %v)",
+				hostPort, ctx.Err(), missing, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // FrontendHostPort returns the host:port of the frontend gRPC service, for
 // client.Options.HostPort.
 func (s *Server) FrontendHostPort() string { return s.frontendHost }
@@ -166,6 +259,10 @@ func (s *Server) UIURL() string {
 	}
 	return s.ui.url
 }
+
+// Database describes where the server keeps its data: the SQLite file's
+// path, or the PostgreSQL URL with its password redacted.
+func (s *Server) Database() string { return s.database }
 
 // Namespace returns the namespace Start made sure exists.
 func (s *Server) Namespace() string { return s.namespace }
@@ -194,6 +291,7 @@ func (s *Server) Stop() error {
 
 // stopServers stops the UI, then the Temporal server.
 func (s *Server) stopServers() error {
+	s.stopping.Store(true)
 	if s.ui != nil {
 		s.ui.stop()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io/fs"
 	"net/url"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
+	temporalschema "go.temporal.io/server/schema"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/embedded"
@@ -22,8 +24,11 @@ import (
 
 type composeFile struct {
 	// WatchDB is the watch store's DSN (x-watch-db).
-	WatchDB  string `yaml:"x-watch-db"`
-	Services map[string]struct {
+	WatchDB string `yaml:"x-watch-db"`
+	// TemporalVersion is x-temporal-version.
+	TemporalVersion string `yaml:"x-temporal-version"`
+	Services        map[string]struct {
+		Image       string            `yaml:"image"`
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
 		Profiles    []string          `yaml:"profiles"`
@@ -78,7 +83,15 @@ func TestComposeMatchesFlags(t *testing.T) {
 		}
 	}
 	root := newRootCmd()
-	for _, svc := range []string{"worker", "simulator", "watch-sync", "status"} {
+	checked := []string{"worker", "simulator", "watch-sync", "status"}
+	// Every service running the Sluice image is checked here, or (the
+	// schedules one-shot) by TestComposeSyncsSchedules.
+	for name, s := range cf.Services {
+		if s.Build != nil && !slices.Contains(checked, name) && name != "schedules" {
+			t.Errorf("service %s runs the Sluice image but no test checks its command and variables", name)
+		}
+	}
+	for _, svc := range checked {
 		s, ok := cf.Services[svc]
 		if !ok {
 			t.Fatalf("compose file has no %s service", svc)
@@ -310,6 +323,63 @@ func TestComposeRegistersBackfillAttributes(t *testing.T) {
 	for name, typ := range embedded.SearchAttributes {
 		if !strings.Contains(cmd, "--name "+name+" --type "+types[typ]) {
 			t.Errorf("temporal-namespace does not register %s as %s: %s", name, types[typ], cmd)
+		}
+	}
+}
+
+// requiredVersion returns the version go.mod requires of module.
+func requiredVersion(t *testing.T, module string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	t.Fatalf("go.mod does not require %s", module)
+	return ""
+}
+
+// TestComposeVersionsMatchBuild: the compose stack runs the Temporal
+// server, admin tools and Web UI of the versions Sluice is built and
+// tested against (the server and UI modules go.mod requires, which the
+// embedded server runs), and its schema step applies the schema
+// directories that server version ships.
+func TestComposeVersionsMatchBuild(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(data, &cf); err != nil {
+		t.Fatalf("parsing compose file: %v", err)
+	}
+	server := strings.TrimPrefix(requiredVersion(t, "go.temporal.io/server"), "v")
+	ui := strings.TrimPrefix(requiredVersion(t, "github.com/temporalio/ui-server/v2"), "v")
+	if cf.TemporalVersion != server {
+		t.Errorf("x-temporal-version %q, want %s (go.temporal.io/server in go.mod)", cf.TemporalVersion, server)
+	}
+	for svc, want := range map[string]string{
+		"temporal":           "temporalio/server:" + server,
+		"temporal-schema":    "temporalio/admin-tools:" + server,
+		"temporal-namespace": "temporalio/admin-tools:" + server,
+		"temporal-ui":        "temporalio/ui:" + ui,
+	} {
+		if got := cf.Services[svc].Image; got != want {
+			t.Errorf("%s runs image %q, want %q (the version Sluice embeds and tests)", svc, got, want)
+		}
+	}
+	cmd := strings.Join(cf.Services["temporal-schema"].Command, " ")
+	for _, dir := range []string{"postgresql/v12/temporal/versioned", "postgresql/v12/visibility/versioned"} {
+		if !strings.Contains(cmd, "/etc/temporal/schema/"+dir) {
+			t.Errorf("temporal-schema does not apply %s: %s", dir, cmd)
+		}
+		if _, err := fs.Stat(temporalschema.Assets(), dir); err != nil {
+			t.Errorf("Temporal %s ships no %s: %v", server, dir, err)
 		}
 	}
 }

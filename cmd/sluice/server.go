@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +15,8 @@ import (
 func init() { register(newServerCmd) }
 
 func newServerCmd() *cobra.Command {
-	var frontendAddr, uiAddr, namespace, logLevel, codecAddr string
+	var frontendAddr, uiAddr, namespace, logLevel, codecAddr, databaseURL, nodeAddr string
+	var nodePorts int
 	var allowInsecureRemote bool
 	var keys keyFlags
 	var dataDir dataDir
@@ -29,13 +29,25 @@ func newServerCmd() *cobra.Command {
 workflow history survives restarts), and its Web UI, prints their
 addresses and runs until Ctrl-C. Workers and ingest commands started
 elsewhere connect to the printed frontend address. For single-machine dev
-and demo use; production runs Temporal from the compose stack.`,
+and demo use.
+
+With --temporal-db postgres://USER:PASSWORD@HOST:PORT/DATABASE, Temporal
+keeps its persistence and visibility in that PostgreSQL database instead
+(schemas "temporal" and "temporal_visibility", created or upgraded at
+start as temporal-sql-tool would, with the namespace and Sluice's search
+attributes). Every "sluice server" started on the same database joins one
+Temporal cluster: start a second one on another host (or other ports) and
+either frontend serves the workers; when one node goes away the others
+take over its workflows. The password is never printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			opts := embedded.Options{
 				DataDir:      dataDir.temporal(),
+				DatabaseURL:  databaseURL,
+				NodeAddr:     nodeAddr,
+				NodePorts:    nodePorts,
 				FrontendAddr: frontendAddr,
 				UIAddr:       uiAddr,
 				Namespace:    namespace,
@@ -87,7 +99,7 @@ and demo use; production runs Temporal from the compose stack.`,
 				cs.Allow(srv.UIURL())
 				fmt.Fprintf(out, "Codec      %s\n", cs.url)
 			}
-			fmt.Fprintf(out, "Database   %s\n", filepath.Join(dataDir.temporal(), "temporal.db"))
+			fmt.Fprintf(out, "Database   %s\n", srv.Database())
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping")
 			if err := srv.Stop(); err != nil {
@@ -101,6 +113,9 @@ and demo use; production runs Temporal from the compose stack.`,
 	stringFlag(fs, &frontendAddr, "frontend-addr", "SLUICE_FRONTEND_ADDR", embedded.DefaultFrontendAddr, "Temporal frontend gRPC HOST:PORT (port 0: any free port)")
 	stringFlag(fs, &uiAddr, "ui-addr", "SLUICE_UI_ADDR", embedded.DefaultUIAddr, "Web UI HOST:PORT (port 0: any free port; off: no UI)")
 	stringFlag(fs, &namespace, "namespace", "SLUICE_NAMESPACE", embedded.DefaultNamespace, "Temporal namespace, created if missing")
+	stringFlag(fs, &databaseURL, "temporal-db", "SLUICE_TEMPORAL_DB", "", "PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE) for Temporal's persistence and visibility instead of SQLite; servers on one database form a cluster")
+	stringFlag(fs, &nodeAddr, "node-addr", "SLUICE_NODE_ADDR", "", "with --temporal-db: IP address other nodes reach this node's internal services at (default: the frontend's host)")
+	intFlag(fs, &nodePorts, "node-ports", "SLUICE_NODE_PORTS", 0, "with --temporal-db: first of 8 consecutive ports, at most 32760, for the node's internal services (0: free ports from 20000 to 32767)")
 	allowInsecureRemoteFlag(fs, &allowInsecureRemote)
 	stringFlag(fs, &codecAddr, "codec-addr", "SLUICE_CODEC_ADDR", "127.0.0.1:0", "with a payload key: the codec endpoint the Web UI decodes sealed payloads through, on loopback (port 0: a free port; off: none)")
 	keys.bind(fs)
