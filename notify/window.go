@@ -3,6 +3,8 @@ package notify
 import (
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/registry"
 )
 
 // Window is a maintenance window: from Start to End (exclusive) the
@@ -87,6 +89,26 @@ func ActiveAt(windows []Window, t time.Time) []Window {
 	for _, w := range windows {
 		if t.Before(w.End) {
 			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// RegistryWindows returns the maintenance windows a registry declares,
+// providers' first, each in declared order.
+func RegistryWindows(reg *registry.Registry) []Window {
+	if reg == nil {
+		return nil
+	}
+	var out []Window
+	for _, p := range reg.Providers {
+		for _, m := range p.Maintenance {
+			out = append(out, Window{Provider: p.ID, Start: m.Start.UTC(), End: m.End.UTC(), Reason: m.Reason})
+		}
+	}
+	for _, ds := range reg.Datasets {
+		for _, m := range ds.Maintenance {
+			out = append(out, Window{Provider: ds.Provider, Dataset: ds.ID, Start: m.Start.UTC(), End: m.End.UTC(), Reason: m.Reason})
 		}
 	}
 	return out
