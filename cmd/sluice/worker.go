@@ -46,6 +46,8 @@ type runtimeFlags struct {
 	// Deployment (docs/deploy.md).
 	buildID string
 	promote string
+	// notifications are the sinks the worker's notifier delivers to.
+	notifications notificationsFlag
 }
 
 // defaultMetricsAddr is where /metrics is served unless --metrics-addr
@@ -66,6 +68,7 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet) {
 	tokenStoreFlag(fs, &r.tokenStore)
 	r.keys.bind(fs)
 	r.watchDB.bind(fs)
+	r.notifications.bind(fs)
 	stringFlag(fs, &r.buildID, "build-id", deployment.BuildIDEnv, "", "the Worker Deployment build id this worker polls as (empty: the binary's git revision, or a hash of the binary; \"dev\" in sluice dev); see docs/deploy.md")
 	stringFlag(fs, &r.promote, "promote", "SLUICE_PROMOTE", "if-none", "make this build the deployment's current version at start: if-none (only when there is no current version), never (sluice deploy promote does it), always")
 }
@@ -164,6 +167,10 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			if err != nil {
 				return err
 			}
+			notifications, err := rf.notifications.load()
+			if err != nil {
+				return err
+			}
 			lake, err := rf.lake.open(cmd.Context())
 			if err != nil {
 				return err
@@ -190,6 +197,7 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			}
 			wopts := rf.workerOptions(reg, tc, tf.taskQueue, lake, log)
 			wopts.Watch = ws
+			wopts.Notify = notifications
 			w, err := worker.Start(wopts)
 			if err != nil {
 				return err
