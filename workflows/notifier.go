@@ -76,6 +76,8 @@ type NotifierStatus struct {
 	Delivered int64 `json:"delivered"`
 	Failed    int64 `json:"failed"`
 	Run       int   `json:"run"`
+	// Duplicates counts the changes this run dropped as seen already.
+	Duplicates int64 `json:"duplicates,omitempty"`
 	// LastError is why the last failed delivery failed.
 	LastError string `json:"last_error,omitempty"`
 }
@@ -117,6 +119,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 	add := func(cs []notify.Change) {
 		for _, c := range cs {
 			if c.Key == "" || seen[c.Key] {
+				st.Duplicates++
 				continue
 			}
 			seen[c.Key] = true
