@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/embedded"
@@ -65,8 +67,9 @@ func TestNotifierSurvivesAReceiverOutageAndALostWorker(t *testing.T) {
 	t.Cleanup(tc.Close)
 
 	var up atomic.Bool
-	rc, url := newHookReceiver(t, "k", up.Load)
-	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	const urlToken, key = "canary-url-token", "canary-hmac-key"
+	rc, url := newHookReceiver(t, key, up.Load)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url + "/hook?token=" + urlToken, Key: []byte(key)}}}
 	stop1 := notifierWorker(t, tc, cfg)
 	nc := workflows.NewNotifierClient(tc, "notifier-test", time.Second)
 	changes := downChanges("kis", 0, 3)
@@ -103,6 +106,30 @@ func TestNotifierSurvivesAReceiverOutageAndALostWorker(t *testing.T) {
 		t.Fatalf("%d attempts, %d refused: want every attempt but the last refused and none after", n, rc.refused)
 	}
 	t.Logf("%d attempts, %d refused across a lost worker, delivered once", attempts(), rc.refused)
+
+	// The sink's URL and key never reach the history: every event, the
+	// failures of the refused attempts among them, in its wire form.
+	it := tc.GetWorkflowHistory(ctx, workflows.NotifierWorkflowID, "", false, 0)
+	events := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events++
+		wire, err := protojson.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{urlToken, key, url} {
+			if strings.Contains(string(wire), secret) {
+				t.Fatalf("history event %d (%s) holds %q", ev.GetEventId(), ev.GetEventType(), secret)
+			}
+		}
+	}
+	if events == 0 {
+		t.Fatal("no history read")
+	}
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
