@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/metrics"
+	"github.com/sluicehq/sluice/notify"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
@@ -63,6 +64,12 @@ type Config struct {
 	// LineageNamespace is the lineage events' job namespace (""
 	// lineage.DefaultNamespace).
 	LineageNamespace string
+	// Notify is the notifications' sinks NotifyDeliver writes to (nil:
+	// none).
+	Notify *notify.Config
+	// Notifier receives the changes the probes confirm, less those a
+	// maintenance window silences (nil: nobody is told).
+	Notifier Notifier
 }
 
 // Activities are the activity methods, holding their clients. Safe for
@@ -72,6 +79,7 @@ type Activities struct {
 	log        *slog.Logger
 	connectors map[string]connector.Connector
 	now        func() time.Time // the watch's clock; nil: time.Now
+	sender     notify.Sender
 }
 
 // tokenIssued returns the hook that records a newly issued token as a

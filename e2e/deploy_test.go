@@ -144,7 +144,7 @@ func (c *cluster) openRuns(ctx context.Context) []worker.Run {
 
 // singleton says whether a workflow type is one Sluice pins.
 func singleton(typ string) bool {
-	return typ == ratelimit.WorkflowName || typ == workflows.BackfillName || typ == workflows.WatchName || typ == tokenkeeper.WorkflowName
+	return typ == ratelimit.WorkflowName || typ == workflows.BackfillName || typ == workflows.WatchName || typ == workflows.NotifierName || typ == tokenkeeper.WorkflowName
 }
 
 // TestDeploy deploys Sluice twice in the middle of a backfill and a daily

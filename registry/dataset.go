@@ -38,6 +38,9 @@ type Dataset struct {
 	// rows a day of a data.go.kr service holds). Wire.Coverage has it
 	// applied.
 	CoverageOverride wire.CoverageOverride
+	// Maintenance are the dataset's own maintenance windows (its file's
+	// maintenance list); its provider's apply too.
+	Maintenance []Maintenance
 	// BoundsOverride is what the dataset file's bounds block declares;
 	// Bounds is its provider's bounds with the override applied, every
 	// field set (zero only in a Dataset not built by Load: then

@@ -240,6 +240,7 @@ func (l *loader) provider(d *decoder, n *yaml.Node, path string) *Provider {
 		{"bounds", func(n *yaml.Node, p string) { pr.boundsDecl = d.bounds(n, p) }},
 		{"freshness", func(n *yaml.Node, p string) { pr.Freshness = d.freshness(n, p) }},
 		{"notice", func(n *yaml.Node, p string) { pr.Notice = d.notice(n, p) }},
+		{"maintenance", func(n *yaml.Node, p string) { pr.Maintenance = d.maintenance(n, p) }},
 	})
 	if present == nil {
 		return nil
@@ -484,6 +485,7 @@ func (l *loader) dataset(d *decoder, n *yaml.Node, path string) *Dataset {
 		{"terms", func(n *yaml.Node, p string) { ds.TermsOverride = d.terms(n, p) }},
 		{"rows", func(n *yaml.Node, p string) { ds.RowsOverride, ds.rowsPos = rowsOverride(d, n, p), d.pos(n, p) }},
 		{"coverage", func(n *yaml.Node, p string) { ds.CoverageOverride, ds.coverageFields = coverageOverride(d, n, p) }},
+		{"maintenance", func(n *yaml.Node, p string) { ds.Maintenance = d.maintenance(n, p) }},
 		{"bounds", func(n *yaml.Node, p string) {
 			ds.boundsDecl = d.bounds(n, p)
 			ds.BoundsOverride = ds.boundsDecl.Bounds

@@ -116,7 +116,7 @@ func TestLoadProblems(t *testing.T) {
 		{
 			name:      "unknown provider field",
 			providers: replace("    timezone: Asia/Seoul\n    auth: service_key", "    timezone: Asia/Seoul\n    colour: blue\n    auth: service_key"),
-			want:      []string{`registry/providers.yaml:10: providers[0].colour: unknown field "colour" (allowed: id, name, base_url, timezone, connector, auth, rate_limits, terms, terms_source, bounds, freshness, notice)`},
+			want:      []string{`registry/providers.yaml:10: providers[0].colour: unknown field "colour" (allowed: id, name, base_url, timezone, connector, auth, rate_limits, terms, terms_source, bounds, freshness, notice, maintenance)`},
 		},
 		{
 			name:      "wrong type for a count",
@@ -245,7 +245,7 @@ func TestLoadProblems(t *testing.T) {
 			name:      "unknown dataset field in a multi-document file",
 			providers: baseProviders,
 			datasets:  map[string]string{"m.yaml": tourDataset + "---\nid: tour2\nprovider: datago\nscope_key: x\nintervall: 5\n"},
-			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms, rows, coverage, bounds)`},
+			want:      []string{`registry/datasets/m.yaml:15: (document 2).intervall: unknown field "intervall" (allowed: id, name, provider, scope_key, request, probe, ingest, terms, rows, coverage, maintenance, bounds)`},
 		},
 		{
 			name:      "budget gate: three datasets over one service's daily limit",

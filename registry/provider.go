@@ -75,6 +75,9 @@ type Provider struct {
 	// show on every page carrying its data (FRED's not-endorsed
 	// sentence); nil when it asks none.
 	Notice *Notice
+	// Maintenance are its declared maintenance windows
+	// (providers[].maintenance): every dataset of it is silenced in them.
+	Maintenance []Maintenance
 
 	// TimezoneDefaulted is true when no timezone was declared and UTC was
 	// assumed; validate reports it as needing checking.

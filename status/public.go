@@ -6,11 +6,13 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/sluicehq/sluice/notify"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/watch/store"
@@ -227,6 +229,40 @@ type summaryView struct {
 	// Provider.Notice), in registry order.
 	Notices []*registry.Notice
 	Windows []string
+	// Maintenance are the maintenance windows open or to come (the
+	// registry's and `sluice maintenance add`'s), by start.
+	Maintenance []maintenanceView
+}
+
+// maintenanceView is a maintenance window on the public page.
+type maintenanceView struct {
+	Target string // a dataset's id or a provider's name
+	Start  time.Time
+	End    time.Time
+	Reason string
+	Open   bool
+}
+
+// maintenance returns the windows that have not ended at now, by start.
+func (s *Server) maintenance(ctx context.Context, now time.Time) ([]maintenanceView, error) {
+	stored, err := s.cfg.Store.Maintenance(ctx, now)
+	if err != nil {
+		return nil, fmt.Errorf("reading maintenance windows: %w", err)
+	}
+	ws := append(notify.ActiveAt(notify.RegistryWindows(s.cfg.Registry), now), stored...)
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Start.Before(ws[j].Start) })
+	out := make([]maintenanceView, 0, len(ws))
+	for _, w := range ws {
+		target := w.Dataset
+		if target == "" {
+			target = w.Provider
+			if p := s.cfg.Registry.Provider(w.Provider); p != nil && p.Name != "" {
+				target = p.Name
+			}
+		}
+		out = append(out, maintenanceView{Target: target, Start: w.Start, End: w.End, Reason: w.Reason, Open: w.Active(now)})
+	}
+	return out, nil
 }
 
 // publicReason says why a dataset is in its state from the state's
@@ -331,6 +367,9 @@ func (s *Server) summary(ctx context.Context) (summaryView, error) {
 		v.Providers = append(v.Providers, pv)
 	}
 	v.Indicator, v.Description = indicator(v.Counts, len(ids))
+	if v.Maintenance, err = s.maintenance(ctx, now); err != nil {
+		return summaryView{}, err
+	}
 	return v, nil
 }
 

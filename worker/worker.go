@@ -1,6 +1,6 @@
 // Package worker assembles a Sluice worker process: a Temporal worker on
 // Sluice's task queue running the workflows (daily ingest, scope limiters,
-// ops events, the datasets' watches) and the activities, with their
+// ops events, the datasets' watches, the notifier) and the activities, with their
 // connectors, the lake sink, the watch store, the limiter client and the
 // Prometheus metrics server; and, with a sealing client, a second worker
 // running the token keepers.
@@ -51,7 +51,8 @@ type Options struct {
 	// only against a simulator at the same scale, which Start checks
 	// (ratelimit.CheckScale). Watch, when set, receives probes, states,
 	// Changes and a copy of every operational event; the caller opens and
-	// closes it.
+	// closes it. Notify, when it has sinks, makes the worker tell people
+	// of the changes its probes confirm (workflows.Notifier).
 	activities.Config
 	// TokenKeeper, when set, is a client whose payloads are sealed
 	// (tokenkeeper.SealingClient): the worker also runs the token-keeper
@@ -129,8 +130,9 @@ type Worker struct {
 
 // Register registers Sluice's workflows and activities on w.
 //
-// The long-lived singletons — scope limiters, watches, backfill parents —
-// are pinned (workflow.VersioningBehaviorPinned) on a versioned worker:
+// The long-lived singletons — scope limiters, watches, the notifier,
+// backfill parents — are pinned (workflow.VersioningBehaviorPinned) on a
+// versioned worker:
 // one run is served by the build that started it only, and moves to the
 // deployment's current version when it continues as new
 // (deployment.ContinueAsNew). The others — daily ingests, refetches, a
@@ -149,6 +151,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName, VersioningBehavior: pinned})
 	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.Watch, workflow.RegisterOptions{Name: workflows.WatchName, VersioningBehavior: pinned})
+	w.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName, VersioningBehavior: pinned})
 	w.RegisterActivity(acts)
 }
 
@@ -198,8 +201,18 @@ func Start(opts Options) (*Worker, error) {
 	m := metrics.New()
 	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger})
 	recorder := events.NewRecorder(opts.Client, opts.TaskQueue)
-	if opts.Watch != nil {
-		recorder.Also(func(ctx context.Context, e events.Event) error { return opts.Watch.AddEvents(ctx, watch.Event(e)) })
+	var acts *activities.Activities // set below; events notify through it
+	notifying := opts.Notify != nil && len(opts.Notify.Sinks) > 0
+	if opts.Watch != nil || notifying {
+		recorder.Also(func(ctx context.Context, e events.Event) error {
+			if notifying && acts != nil {
+				activities.NotifyEvent(ctx, acts, watch.Event(e))
+			}
+			if opts.Watch == nil {
+				return nil
+			}
+			return opts.Watch.AddEvents(ctx, watch.Event(e))
+		})
 	}
 	emitter := events.NewEmitter(recorder, m, opts.Logger)
 	gate, err := ratelimit.NewGate(ratelimit.GateOptions{
@@ -231,7 +244,10 @@ func Start(opts Options) (*Worker, error) {
 			_ = ownLineage.Close(ctx)
 		}
 	}()
-	acts, err := activities.New(acfg)
+	if notifying && acfg.Notifier == nil {
+		acfg.Notifier = workflows.NewNotifierClient(opts.Client, opts.TaskQueue, opts.Notify.GroupWindow)
+	}
+	acts, err = activities.New(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting worker: %w", err)
 	}

@@ -19,3 +19,11 @@ func SetFlushInterval(d time.Duration) func() {
 	flushInterval = d
 	return func() { flushInterval = old }
 }
+
+// SetNotifierBatchesPerRun sets the batches a notifier run sends before
+// it continues as new and returns a function restoring it.
+func SetNotifierBatchesPerRun(n int) func() {
+	old := notifierBatchesPerRun
+	notifierBatchesPerRun = n
+	return func() { notifierBatchesPerRun = old }
+}

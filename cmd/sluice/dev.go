@@ -283,6 +283,9 @@ func (f *devFlags) startWorker(ctx context.Context, s *devStack, log *slog.Logge
 	s.onClose(func() { _ = ws.Close() })
 	wopts := rf.workerOptions(s.reg, s.tc, workflows.TaskQueue, s.lake, log)
 	wopts.Watch = ws
+	if wopts.Notify, err = rf.notifications.load(); err != nil {
+		return err
+	}
 	if wopts.BuildID == "" {
 		// One process is the whole deployment, and a rebuilt binary
 		// replaces it: it polls as build "dev" every time, so that the runs

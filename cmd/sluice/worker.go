@@ -55,6 +55,8 @@ type runtimeFlags struct {
 	// resolve to, with the API key, once validate has read it.
 	lineageURL, lineageFile, lineageKeyFile, lineageNamespace string
 	lineageDest                                               lineage.Options
+	// notifications are the sinks the worker's notifier delivers to.
+	notifications notificationsFlag
 }
 
 // envLineageAPIKey holds the lineage endpoint's API key itself; the flag
@@ -80,6 +82,7 @@ func (r *runtimeFlags) bind(fs *pflag.FlagSet) {
 	tokenStoreFlag(fs, &r.tokenStore)
 	r.keys.bind(fs)
 	r.watchDB.bind(fs)
+	r.notifications.bind(fs)
 	stringFlag(fs, &r.buildID, "build-id", deployment.BuildIDEnv, "", "the Worker Deployment build id this worker polls as (empty: the binary's git revision, or a hash of the binary; \"dev\" in sluice dev); see docs/deploy.md")
 	stringFlag(fs, &r.promote, "promote", "SLUICE_PROMOTE", "if-none", "make this build the deployment's current version at start: if-none (only when there is no current version), never (sluice deploy promote does it), always")
 	stringFlag(fs, &r.lineageURL, "lineage-url", "SLUICE_LINEAGE_URL", "", "POST every ingest's OpenLineage events to this HTTP endpoint, e.g. Marquez's http://marquez:5000/api/v1/lineage (empty: none)")
@@ -241,6 +244,10 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			if err != nil {
 				return err
 			}
+			notifications, err := rf.notifications.load()
+			if err != nil {
+				return err
+			}
 			lake, err := rf.lake.open(cmd.Context())
 			if err != nil {
 				return err
@@ -267,6 +274,7 @@ scope's one limiter, so the declared limits hold across all of them.`,
 			}
 			wopts := rf.workerOptions(reg, tc, tf.taskQueue, lake, log)
 			wopts.Watch = ws
+			wopts.Notify = notifications
 			w, err := worker.Start(wopts)
 			if err != nil {
 				return err

@@ -55,6 +55,7 @@ func TestConformance(t *testing.T) {
 				{"Migrations", testMigrations},
 				{"Retention", testRetention},
 				{"ConcurrentWriters", testConcurrentWriters},
+				{"Maintenance", testMaintenance},
 			} {
 				t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 			}

@@ -118,6 +118,17 @@ CREATE TABLE event_days (
 	count BIGINT NOT NULL,
 	PRIMARY KEY (day, kind, scope, provider, dataset)
 )`},
+	{2, "maintenance windows", `
+CREATE TABLE maintenance (
+	id {{id}},
+	provider TEXT NOT NULL DEFAULT '',
+	dataset TEXT NOT NULL DEFAULT '',
+	start_at BIGINT NOT NULL,
+	end_at BIGINT NOT NULL,
+	reason TEXT NOT NULL DEFAULT '',
+	created_at BIGINT NOT NULL
+);
+CREATE INDEX maintenance_end_at ON maintenance (end_at)`},
 }
 
 // SchemaVersion is the schema version this build writes.

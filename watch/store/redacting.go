@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redact"
+	"github.com/sluicehq/sluice/notify"
 	"github.com/sluicehq/sluice/watch"
 )
 
@@ -60,6 +61,21 @@ func (r *redacting) Uptime(ctx context.Context, q UptimeQuery) ([]watch.DatasetU
 
 func (r *redacting) History(ctx context.Context, f HistoryFilter) (History, error) {
 	out, err := r.s.History(ctx, f)
+	return out, r.err(err)
+}
+
+func (r *redacting) AddMaintenance(ctx context.Context, w notify.Window) (notify.Window, error) {
+	out, err := r.s.AddMaintenance(ctx, w)
+	return out, r.err(err)
+}
+
+func (r *redacting) Maintenance(ctx context.Context, endingAfter time.Time) ([]notify.Window, error) {
+	out, err := r.s.Maintenance(ctx, endingAfter)
+	return out, r.err(err)
+}
+
+func (r *redacting) EndMaintenance(ctx context.Context, id string, at time.Time) (notify.Window, error) {
+	out, err := r.s.EndMaintenance(ctx, id, at)
 	return out, r.err(err)
 }
 

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redact"
+	"github.com/sluicehq/sluice/notify"
 	"github.com/sluicehq/sluice/watch"
 )
 
@@ -63,6 +64,16 @@ type Store interface {
 	Uptime(ctx context.Context, q UptimeQuery) ([]watch.DatasetUptime, error)
 	// History returns the daily aggregates kept after raw rows expire.
 	History(ctx context.Context, f HistoryFilter) (History, error)
+
+	// AddMaintenance records a maintenance window (`sluice maintenance
+	// add`) and returns it with its id.
+	AddMaintenance(ctx context.Context, w notify.Window) (notify.Window, error)
+	// Maintenance returns the recorded windows that end after the given
+	// time (zero: every one), by start.
+	Maintenance(ctx context.Context, endingAfter time.Time) ([]notify.Window, error)
+	// EndMaintenance ends the window id at at (when it would end later)
+	// and returns it; ErrNoMaintenance when there is none.
+	EndMaintenance(ctx context.Context, id string, at time.Time) (notify.Window, error)
 
 	// Compact carries out the retention as of now: raw probes, timeline
 	// marks and events older than Retention are folded into daily
@@ -234,6 +245,9 @@ type Compacted struct {
 	Marks  int64 // timeline marks deleted
 	Events int64 // raw events folded and deleted
 }
+
+// ErrNoMaintenance is returned by EndMaintenance for an id no window has.
+var ErrNoMaintenance = errors.New("no such maintenance window")
 
 // ErrUnsupportedDSN is returned for a DSN that names neither database.
 var ErrUnsupportedDSN = errors.New("unsupported watch database")

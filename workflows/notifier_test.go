@@ -1,0 +1,233 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/notify"
+	"github.com/sluicehq/sluice/watch"
+	"github.com/sluicehq/sluice/workflows"
+)
+
+// hookReceiver is a webhook receiver on loopback that verifies each
+// delivery's signature, keeps each idempotency key once and refuses
+// (503) every delivery until it is up.
+type hookReceiver struct {
+	key []byte
+
+	mu       sync.Mutex
+	up       func() bool
+	attempts int
+	refused  int
+	badSig   int
+	got      map[string]notify.WebhookBody
+	order    []string
+}
+
+func newHookReceiver(t *testing.T, key string, up func() bool) (*hookReceiver, string) {
+	t.Helper()
+	rc := &hookReceiver{key: []byte(key), up: up, got: map[string]notify.WebhookBody{}}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	return rc, srv.URL
+}
+
+func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.attempts++
+	if rc.up != nil && !rc.up() {
+		rc.refused++
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		return
+	}
+	if err := notify.Verify(rc.key, r.Header, body, time.Now(), 0); err != nil {
+		rc.badSig++
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	id := r.Header.Get(notify.HeaderIdempotency)
+	if _, dup := rc.got[id]; !dup {
+		var b notify.WebhookBody
+		if err := json.Unmarshal(body, &b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.got[id] = b
+		rc.order = append(rc.order, id)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (rc *hookReceiver) kept() []notify.WebhookBody {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]notify.WebhookBody, len(rc.order))
+	for i, id := range rc.order {
+		out[i] = rc.got[id]
+	}
+	return out
+}
+
+// notifierEnv runs the notifier with its activities delivering, through
+// notify.Sender, to the sinks of cfg.
+type notifierEnv struct {
+	env      *testsuite.TestWorkflowEnvironment
+	attempts []time.Time // every delivery attempt, on the workflow clock
+	mu       sync.Mutex
+}
+
+func newNotifierEnv(t *testing.T, cfg *notify.Config) *notifierEnv {
+	t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	ne := &notifierEnv{env: ts.NewTestWorkflowEnvironment()}
+	ne.env.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName})
+	var a *activities.Activities
+	ne.env.RegisterActivity(a)
+	ne.env.OnActivity(a.NotifySinks, mock.Anything).Return(func(context.Context) ([]string, error) { return cfg.Names(), nil })
+	ne.env.OnActivity(a.NotifyDeliver, mock.Anything, mock.Anything).Return(func(ctx context.Context, d activities.NotifyDelivery) error {
+		ne.mu.Lock()
+		ne.attempts = append(ne.attempts, ne.env.Now())
+		ne.mu.Unlock()
+		return notify.Sender{}.Send(ctx, *cfg.Sink(d.Sink), d.Notification)
+	})
+	return ne
+}
+
+// signalAt sends changes to the notifier after d of workflow time.
+func (ne *notifierEnv) signalAt(d time.Duration, changes []notify.Change) {
+	ne.env.RegisterDelayedCallback(func() { ne.env.SignalWorkflow(workflows.NotifierSignal, changes) }, d)
+}
+
+func (ne *notifierEnv) status(t *testing.T) workflows.NotifierStatus {
+	t.Helper()
+	v, err := ne.env.QueryWorkflow(workflows.NotifierStateQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.NotifierStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var notifyT0 = time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+
+func downChanges(provider string, from, n int) []notify.Change {
+	var out []notify.Change
+	for i := from; i < from+n; i++ {
+		ds := fmt.Sprintf("%s.d%03d", provider, i)
+		c, ok := notify.FromWatch(provider, watch.Change{At: notifyT0.Add(time.Duration(i) * time.Second), Dataset: ds,
+			Kind: watch.ChangeState, From: "up", To: "down", Summary: ds + " up → down"})
+		if !ok {
+			panic("not notified")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestNotifierGroupsAProvidersDatasetsIntoOneMessage: 100 datasets of one
+// provider going down within the group window, signalled in four
+// batches and one of them twice, make one message per sink.
+func TestNotifierGroupsAProvidersDatasetsIntoOneMessage(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	for i := range 4 {
+		ne.signalAt(time.Duration(i)*10*time.Second+time.Second, downChanges("kis", 25*i, 25))
+	}
+	ne.signalAt(45*time.Second, downChanges("kis", 50, 25)) // again
+	ne.env.RegisterDelayedCallback(func() {
+		if st := ne.status(t); st.Delivered != 1 || st.Outbox != 0 || st.Pending != 0 {
+			t.Errorf("status after the batch: %+v", st)
+		}
+		ne.env.CancelWorkflow()
+	}, time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: time.Minute})
+	kept := rc.kept()
+	if len(kept) != 1 || len(kept[0].Changes) != 100 || kept[0].Title != "kis: 100 datasets down" {
+		t.Fatalf("receiver kept %d notifications (first: %+v), want one of 100 changes", len(kept), kept)
+	}
+	if rc.attempts != 1 {
+		t.Errorf("%d deliveries, want 1", rc.attempts)
+	}
+}
+
+// TestNotifierDeliversEveryNotificationAfterAReceiverOutage: the
+// receiver is down for the first ten minutes of workflow time; a down
+// and, five minutes later, the recovery are each delivered once it is
+// back, exactly once per change group, within a minute of its return.
+func TestNotifierDeliversEveryNotificationAfterAReceiverOutage(t *testing.T) {
+	var ne *notifierEnv
+	var start time.Time
+	up := func() bool { return ne.env.Now().Sub(start) >= 10*time.Minute }
+	rc, url := newHookReceiver(t, "k", up)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne = newNotifierEnv(t, cfg)
+	start = ne.env.Now()
+	down := downChanges("fred", 0, 1)
+	recovery, _ := notify.FromWatch("fred", watch.Change{At: notifyT0.Add(5 * time.Minute), Dataset: "fred.d000",
+		Kind: watch.ChangeState, From: "down", To: "up", Summary: "fred.d000 down → up"})
+	ne.signalAt(time.Second, down)
+	ne.signalAt(5*time.Minute, []notify.Change{recovery})
+	ne.env.RegisterDelayedCallback(func() {
+		if st := ne.status(t); st.Delivered != 2 || st.Outbox != 0 || st.Failed != 0 {
+			t.Errorf("status: %+v", st)
+		}
+		ne.env.CancelWorkflow()
+	}, 2*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: 30 * time.Second})
+
+	kept := rc.kept()
+	if len(kept) != 2 || kept[0].Changes[0].Kind != notify.Down || kept[1].Changes[0].Kind != notify.Up {
+		t.Fatalf("receiver kept %+v, want the down then the recovery", kept)
+	}
+	if rc.refused == 0 || rc.badSig != 0 {
+		t.Fatalf("refused %d, bad signatures %d: the outage did not happen", rc.refused, rc.badSig)
+	}
+	last := ne.attempts[len(ne.attempts)-1].Sub(start)
+	if last < 10*time.Minute || last > 11*time.Minute+30*time.Second {
+		t.Errorf("last delivery at %s of workflow time, want within a minute (and the group window) of the receiver's return at 10m", last)
+	}
+	t.Logf("%d attempts, %d refused during the outage, both delivered by %s", rc.attempts, rc.refused, last)
+}
+
+// TestNotifierCarriesUndeliveredNotificationsAcrossContinueAsNew: a run
+// that ends while a delivery is still being retried hands it to the
+// next run.
+func TestNotifierCarriesUndeliveredNotificationsAcrossContinueAsNew(t *testing.T) {
+	defer workflows.SetNotifierBatchesPerRun(1)()
+	_, url := newHookReceiver(t, "k", func() bool { return false })
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	ne.signalAt(time.Second, downChanges("kis", 0, 2))
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: time.Minute})
+	var can *workflow.ContinueAsNewError
+	if err := ne.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the notifier did not continue as new: %v", err)
+	}
+	var in workflows.NotifierInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Outbox) != 1 || len(in.Outbox[0].Notification.Changes) != 2 || len(in.Seen) != 2 || in.GroupWindow != time.Minute {
+		t.Fatalf("continued with %+v", in)
+	}
+}
