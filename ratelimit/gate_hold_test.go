@@ -162,4 +162,8 @@ func TestGateHoldsScopesWhoseSlotsInterleave(t *testing.T) {
 	if st.LateBatch == 0 && st.LatePermits == 0 && (f.asks["fred/key"] != misses+1 || f.asks["fred/ip"] != misses+1) {
 		t.Errorf("asks: fred/key %d, fred/ip %d; want %d each", f.asks["fred/key"], f.asks["fred/ip"], misses+1)
 	}
+	// The gate counted the call's round trips: every update it went out in.
+	if tr := g.Trips(); tr.Calls() != 1 || tr.Quantile(1) != f.asks["fred/key"]+f.asks["fred/ip"] {
+		t.Errorf("the gate counted %d calls, the most round trips %d; want 1 call of %d", tr.Calls(), tr.Quantile(1), f.asks["fred/key"]+f.asks["fred/ip"])
+	}
 }
