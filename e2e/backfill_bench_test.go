@@ -3,13 +3,16 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io/fs"
 	"math"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/planner"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/workflows"
@@ -111,6 +115,11 @@ type backfillFigures struct {
 	rssKB         int64 // peak RSS (VmHWM) of the worker process
 	violations    int64
 	load          [2]float64 // load average at the start and the end
+	// tripsP50, tripsP99 are the limiter round trips per provider call
+	// the worker's gate counted (ratelimit.TripsMetric), median and 99th
+	// percentile; tripsCalls the calls counted.
+	tripsP50, tripsP99 int
+	tripsCalls         int64
 }
 
 // BenchmarkBackfillDefaultRegistry runs the default registry's backfill
@@ -159,6 +168,8 @@ func BenchmarkBackfillDefaultRegistry(b *testing.B) {
 	b.ReportMetric(float64(f.maxHistory), "max-history-events")
 	b.ReportMetric(float64(f.rssKB)/1024, "peak-rss-MiB")
 	b.ReportMetric(float64(f.violations), "violations")
+	b.ReportMetric(float64(f.tripsP50), "trips/call-p50")
+	b.ReportMetric(float64(f.tripsP99), "trips/call-p99")
 	printBackfillFigures(f)
 	if f.violations != 0 {
 		b.Errorf("the simulator counted %d violations", f.violations)
@@ -174,7 +185,7 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	b.Helper()
 	b.StopTimer()
 	f := backfillFigures{scale: scale, tolerance: tol, load: [2]float64{loadAverage(), 0}}
-	c := newCluster(b, clusterOptions{workers: 1, registry: breg, registryDir: regDir, rateScale: scale,
+	c := newCluster(b, clusterOptions{workers: 1, registry: breg, registryDir: regDir, rateScale: scale, metrics: true,
 		workerArgs: []string{"--limiter-tolerance", tol.String()}})
 	in := workflows.BackfillInput{From: benchFrom, To: benchTo}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
@@ -210,6 +221,7 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	f.chunks, f.ok, f.failed = res.Counts.Total, res.Counts.OK+res.Counts.NoData, res.Counts.Failed
 	f.reported, f.runs = res.MaxHistory, res.Runs
 	f.rssKB = peakRSS(b, c.workers[0].pid())
+	f.tripsP50, f.tripsP99, f.tripsCalls = c.scrapeTrips(c.workers[0])
 	st := c.sim.Stats()
 	for _, p := range st.Providers {
 		f.calls += p.Requests
@@ -335,6 +347,70 @@ func printBackfillFigures(f backfillFigures) {
 	fmt.Fprintf(w, "largest history\t%d events (%s); the backfill reported %d, %d run(s) of the parent\t≤ 10,240\n", f.maxHistory, f.maxHistoryID, f.reported, f.runs)
 	fmt.Fprintf(w, "peak worker RSS\t%.0f MiB\t\n", float64(f.rssKB)/1024)
 	fmt.Fprintf(w, "violations (simulator)\t%d\t0\n", f.violations)
+	fmt.Fprintf(w, "limiter round trips per call (median, p99)\t%d, %d over %d calls\t\n", f.tripsP50, f.tripsP99, f.tripsCalls)
 	fmt.Fprintf(w, "load average (1 min) at start / end\t%.1f / %.1f on %d cores\t\n", f.load[0], f.load[1], runtime.NumCPU())
 	_ = w.Flush()
+}
+
+// tripsBucketRe matches one bucket of the gate's round-trips-per-call
+// histogram.
+var tripsBucketRe = regexp.MustCompile(`^` + ratelimit.TripsMetric + `_bucket\{le="([^"]+)"\} (\S+)$`)
+
+// scrapeTrips reads a worker's /metrics: the median and 99th percentile
+// of the limiter round trips its gate's calls took (the least bucket bound
+// at or above the nearest rank: exact up to 16), and how many calls; -1
+// beyond the last bound.
+func (c *cluster) scrapeTrips(w *workerProc) (p50, p99 int, calls int64) {
+	c.t.Helper()
+	b, err := os.ReadFile(w.log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	m := metricsAddrRe.FindSubmatch(b)
+	if m == nil {
+		c.t.Fatalf("%s logged no metrics address", w.name)
+	}
+	resp, err := http.Get("http://" + string(m[1]) + "/metrics")
+	if err != nil {
+		c.t.Fatalf("scraping %s: %v", w.name, err)
+	}
+	defer resp.Body.Close()
+	type bucket struct {
+		le  float64
+		cum int64
+	}
+	var buckets []bucket
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		s := tripsBucketRe.FindStringSubmatch(sc.Text())
+		if s == nil {
+			continue
+		}
+		le, err1 := strconv.ParseFloat(s[1], 64)
+		n, err2 := strconv.ParseFloat(s[2], 64)
+		if err1 != nil || err2 != nil {
+			c.t.Fatalf("%s: unreadable sample %q", w.name, sc.Text())
+		}
+		buckets = append(buckets, bucket{le, int64(n)})
+	}
+	if err := sc.Err(); err != nil {
+		c.t.Fatalf("scraping %s: %v", w.name, err)
+	}
+	if len(buckets) == 0 {
+		return 0, 0, 0
+	}
+	calls = buckets[len(buckets)-1].cum // le="+Inf"
+	at := func(q float64) int {
+		rank := max(int64(math.Ceil(q*float64(calls))), 1)
+		for _, bk := range buckets {
+			if bk.cum >= rank {
+				if math.IsInf(bk.le, 1) {
+					return -1 // beyond the last bound
+				}
+				return int(bk.le)
+			}
+		}
+		return -1
+	}
+	return at(0.5), at(0.99), calls
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -243,6 +244,9 @@ type AcquireOptions struct {
 	// enough (batcher.chainWorth), so the process's later grants may follow
 	// its sends closer. A caller that does not report must not set it.
 	Chain bool
+	// trips, when set, counts the acquire updates the ask went out in
+	// (trips.go).
+	trips *atomic.Int64
 }
 
 type waiter struct {
@@ -453,6 +457,7 @@ func (c *Client) run(b *batcher) {
 		if len(batch) == 0 {
 			return
 		}
+		countTrips(batch)
 		req, configured := c.request(b, batch)
 		sent := time.Now()
 		resp, err := c.acquire(b.scope, req.Limits, req)

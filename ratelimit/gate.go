@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
@@ -82,6 +83,7 @@ type Gate struct {
 	// resets: no call is sent against them before then.
 	spentMu sync.Mutex
 	spent   map[string]spentQuota
+	trips   *TripCounts // limiter round trips per call (trips.go)
 }
 
 // The Gate is a connector's permit.Limiter.
@@ -105,7 +107,7 @@ func NewGate(o GateOptions) (*Gate, error) {
 		tol = ledger.DefaultTolerance
 	}
 	g := &Gate{reg: o.Registry, client: o.Client, limits: map[string]ledger.Limits{}, maxQuotaWait: max(o.MaxQuotaWait, 0),
-		events: o.Events, metrics: o.Metrics, log: o.Logger, now: o.Now, spent: map[string]spentQuota{}}
+		events: o.Events, metrics: o.Metrics, log: o.Logger, now: o.Now, spent: map[string]spentQuota{}, trips: newTripCounts(o.Metrics)}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -282,9 +284,11 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio 
 		return strings.Compare(scopes[a].ID, scopes[b].ID)
 	})
 	held := make([]Permit, len(scopes))
+	var trips atomic.Int64
+	defer func() { g.trips.observe(int(trips.Load())) }()
 	var from time.Time // the limiters' clock: no grant before it
 	for late := 0; ; {
-		n, err := g.holdFrom(ctx, scopes, order, held, from, prio, chain)
+		n, err := g.holdFrom(ctx, scopes, order, held, from, prio, chain, &trips)
 		if err != nil {
 			g.client.Release(heldOnly(held, order[:n])...)
 			var nw *NotWithinError
@@ -313,12 +317,13 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio 
 // holdFrom asks the scopes in order for one grant each, every one within
 // the window the grants before it leave, the first no earlier than from.
 // It returns how many of order it holds (in held) and a *NotWithinError
-// when a scope has no slot in its window.
-func (g *Gate) holdFrom(ctx context.Context, scopes []*registry.ScopeInstance, order []int, held []Permit, from time.Time, prio permit.Priority, chain bool) (int, error) {
+// when a scope has no slot in its window; trips counts its acquires'
+// round trips.
+func (g *Gate) holdFrom(ctx context.Context, scopes []*registry.ScopeInstance, order []int, held []Permit, from time.Time, prio permit.Priority, chain bool, trips *atomic.Int64) (int, error) {
 	notBefore, notAfter := from, time.Time{}
 	for n, i := range order {
 		s := scopes[i]
-		opts := AcquireOptions{MaxWait: g.maxQuotaWait, Priority: prio, Chain: chain, NotBefore: notBefore}
+		opts := AcquireOptions{MaxWait: g.maxQuotaWait, Priority: prio, Chain: chain, NotBefore: notBefore, trips: trips}
 		if n > 0 {
 			// The permit's round trip turns the limiter's instant into this
 			// process's clock at most that much later.

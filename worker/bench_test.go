@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/events"
+	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	_ "github.com/sluicehq/sluice/simulator/all"
@@ -205,13 +206,21 @@ func benchmarkMakespan(b *testing.B, workers int, tk tokens) {
 	requests, refused := s.tokenRequests()
 	b.ReportMetric(float64(requests), "token-requests")
 	var late, updates int64
+	var trips []*ratelimit.TripCounts
 	for _, w := range s.workers {
 		st := w.Limiter().Stats()
 		late += st.LateBatch
 		updates += st.Updates
+		trips = append(trips, w.Gate().Trips())
 	}
 	b.ReportMetric(float64(late), "late-batches")
 	b.ReportMetric(float64(updates), "limiter-updates")
+	// Round trips to the limiters per provider call, over the workers'
+	// gates.
+	all := (*ratelimit.TripCounts)(nil).Merge(trips...)
+	b.ReportMetric(float64(all.Quantile(0.5)), "trips/call-p50")
+	b.ReportMetric(float64(all.Quantile(0.99)), "trips/call-p99")
+	b.ReportMetric(float64(all.Quantile(1)), "trips/call-max")
 	if v := s.violations(); v != 0 {
 		b.Errorf("simulator counted %d violations", v)
 	}
