@@ -86,6 +86,10 @@ type ProbeResult struct {
 	// Recorded reports that the watch store recorded the probe (false
 	// without a store, or for a probe it had recorded already).
 	Recorded bool `json:"recorded"`
+	// Passive reports that no probe was sent: an ingest of the dataset
+	// answered less than an interval before (watch.Observed), and the
+	// result is that observation's, At its time.
+	Passive bool `json:"passive,omitempty"`
 }
 
 // WatchPlanInput names the dataset a watch workflow starts watching.
@@ -165,6 +169,11 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNotWatched, nil)
 	}
 	cfg = cfg.Scaled(a.cfg.RateScale)
+	if !in.Confirmation && a.cfg.Watch != nil {
+		if r, ok, err := a.observedAlready(ctx, res, cfg); err != nil || ok {
+			return r, err
+		}
+	}
 	// A worker that dies mid-probe is noticed within the heartbeat timeout.
 	defer heartbeat.Every(ctx, 5*time.Second)()
 
@@ -192,6 +201,32 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 		a.log.Info("watch change", "dataset", c.Dataset, "kind", c.Kind, "from", c.From, "to", c.To, "summary", c.Summary)
 	}
 	return res, nil
+}
+
+// observedAlready returns the result of a scheduled probe that an ingest's
+// passive observation stands in for (watch.Observed): nothing is sent nor
+// recorded — the store stepped that observation once, when the ingest
+// recorded it — and the result carries the dataset's state and whether
+// to confirm it (watch.NextConfirm), so that a failing ingest gets its
+// confirmation probes as a failing probe would.
+func (a *Activities) observedAlready(ctx context.Context, res ProbeResult, cfg watch.Config) (ProbeResult, bool, error) {
+	now := a.clock()
+	states, err := a.cfg.Watch.States(ctx, now, res.Dataset)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, false, ctx.Err()
+		}
+		a.log.Warn("reading the watch state before a probe", "dataset", res.Dataset, "err", err)
+		return res, false, nil // probe as if no ingest had answered
+	}
+	if len(states) != 1 || !watch.Observed(states[0], now, res.Interval) {
+		return res, false, nil
+	}
+	st := states[0]
+	res.At, res.Outcome, res.Passive = st.LastPassive, st.LastOutcome, true
+	res.State, res.Since, res.Confirm = st.State, st.Since, watch.NextConfirm(cfg, st)
+	a.cfg.Metrics.Activity("probe", res.Provider, "passive", 0)
+	return res, true, nil
 }
 
 // probe sends one probe and builds its record (without Confirmation).
@@ -280,6 +315,10 @@ type probeTrace struct {
 
 type probeTraceKey struct{}
 
+// passiveKey carries an ingest's *passive: the gate marks when its data
+// calls leave.
+type passiveKey struct{}
+
 func (t *probeTrace) markSent(at time.Time) {
 	t.mu.Lock()
 	t.sent = at
@@ -301,10 +340,15 @@ func (t *probeTrace) sentAt() time.Time {
 func probeGate(gate func(context.Context, connector.Call) (connector.Permit, error)) func(context.Context, connector.Call) (connector.Permit, error) {
 	return func(ctx context.Context, call connector.Call) (connector.Permit, error) {
 		if !call.Probe || call.Kind != connector.CallData {
-			if gate == nil {
-				return connector.Permit{}, nil
+			var permit connector.Permit
+			var err error
+			if gate != nil {
+				permit, err = gate(ctx, call)
 			}
-			return gate(ctx, call)
+			if o, _ := ctx.Value(passiveKey{}).(*passive); err == nil && o != nil && call.Kind == connector.CallData {
+				o.trace.markSent(time.Now())
+			}
+			return permit, err
 		}
 		tr, _ := ctx.Value(probeTraceKey{}).(*probeTrace)
 		var permit connector.Permit
