@@ -332,7 +332,7 @@ func (t *probeTrace) sentAt() time.Time {
 }
 
 // probeGate wraps the rate-limit gate for probes (connector.Call.Probe):
-// a probe waits for its permits at most the ProbeWait its activity set,
+// a probe's call is of connector.PriorityProbe, and waits for its permits at most the ProbeWait its activity set,
 // and any failure of the gate — our limiter, our daily quota, a wait too
 // long — is marked watch.NotSent, so that the probe is recorded as
 // throttled and never as the provider's outage. Every other call passes
@@ -350,6 +350,8 @@ func probeGate(gate func(context.Context, connector.Call) (connector.Permit, err
 			}
 			return permit, err
 		}
+		// A probe waits behind daily calls at the scope limiter.
+		call.Priority = connector.PriorityProbe
 		tr, _ := ctx.Value(probeTraceKey{}).(*probeTrace)
 		var permit connector.Permit
 		if gate != nil {

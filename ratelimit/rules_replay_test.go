@@ -39,9 +39,9 @@ func TestLimiterAnswersReplay(t *testing.T) {
 		name   string
 		mutate func(*RuleSet)
 	}{
-		{"scope-limiter-window.json", RulesLatest, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
-		{"scope-limiter-window.json", RulesLatest, "windows ignored", func(r *RuleSet) { r.Window = false }},
-		{"scope-limiter.json", RulesLatest, "Until only where Late hides it", func(r *RuleSet) { r.KeepUntil = false }},
+		{"scope-limiter-window.json", RulesWindow, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-window.json", RulesWindow, "windows ignored", func(r *RuleSet) { r.Window = false }},
+		{"scope-limiter.json", RulesWindow, "Until only where Late hides it", func(r *RuleSet) { r.KeepUntil = false }},
 		{"scope-limiter-v5.json", RulesAnswer, "ChainMargin 2 ms → 3 ms", func(r *RuleSet) { r.ChainMargin += time.Millisecond }},
 		{"scope-limiter-v4.json", RulesChain, "ChainMargin 10 ms → 2 ms (the drift of issue 20)", func(r *RuleSet) { r.ChainMargin = 2 * time.Millisecond }},
 		{"scope-limiter-v3.json", RulesPriority, "no priorities", func(r *RuleSet) { r.Priority = false }},
