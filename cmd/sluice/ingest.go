@@ -56,7 +56,7 @@ The same from the temporal CLI:
 				if err != nil {
 					return err
 				}
-				writeSummary(out, res, nil)
+				writeSummary(out, res, nil, nil)
 				if res.Failed > 0 {
 					return exitError{code: 2}
 				}
