@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/internal/kind"
 )
 
 // ErrLate means a permit's send window passed before the caller could use
@@ -734,6 +735,7 @@ func (c *Client) startOp(scopeID string, lim Limits) client.WithStartWorkflowOpe
 		TaskQueue:                c.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    kind.Of(kind.Limiter),
 	}, WorkflowName, LimiterInput{ScopeID: scopeID, Protocol: LimiterProtocol, Limits: lim})
 }
 
