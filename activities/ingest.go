@@ -133,7 +133,16 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	}
 	run := a.lineageRun(ctx, ds, in, plan, conn)
 	a.cfg.Lineage.Emit(run.StartEvent(time.Now()))
-	got, err := a.fetchPages(ratelimit.Track(ctx), conn, ds, plan, maxPages)
+	// The ingest's own answer is the watch's observation of the dataset
+	// (a passive probe): the watch probes it no sooner than an interval
+	// after (watch.Observed).
+	plan.observe = a.observing(ds)
+	fctx := ratelimit.Track(ctx)
+	if plan.observe != nil {
+		fctx = context.WithValue(fctx, passiveKey{}, plan.observe)
+	}
+	got, err := a.fetchPages(fctx, conn, ds, plan, maxPages)
+	a.observe(ctx, plan.observe, ds, res.Attempt, err, got.noData)
 	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
 	if err != nil {
 		var ke keyError

@@ -43,6 +43,9 @@ type fetchPlan struct {
 	requests []registry.Dates
 	// priority is the class the calls wait in at the scope limiter.
 	priority permit.Priority
+	// observe, when set, takes the first answer's status, latency and
+	// first bytes: the ingest's passive observation for the watch.
+	observe *passive
 }
 
 // fetchPages fetches the pages of a plan's requests, page 1 of each first,
@@ -107,7 +110,7 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 				resp.Body.Close()
 				return out, fail(connector.Transient, "paging", fmt.Sprintf("page %d is %s where page 1 was %s", total+1, resp.Ext, ext))
 			}
-			body := heartbeat.Reader(ctx, &objectReader{r: resp.Body, size: size})
+			body := heartbeat.Reader(ctx, plan.observe.firstAnswer(resp, &objectReader{r: resp.Body, size: size}))
 			p, err := w.WritePage(body)
 			resp.Body.Close()
 			if size.over {

@@ -87,6 +87,10 @@ type ProbeResult struct {
 	// Recorded reports that the watch store recorded the probe (false
 	// without a store, or for a probe it had recorded already).
 	Recorded bool `json:"recorded"`
+	// Passive reports that no probe was sent: an ingest of the dataset
+	// answered less than an interval before (watch.Observed), and the
+	// result is that observation's, At its time.
+	Passive bool `json:"passive,omitempty"`
 }
 
 // WatchPlanInput names the dataset a watch workflow starts watching.
@@ -166,6 +170,11 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNotWatched, nil)
 	}
 	cfg = cfg.Scaled(a.cfg.RateScale)
+	if !in.Confirmation && a.cfg.Watch != nil {
+		if r, ok, err := a.observedAlready(ctx, res, cfg); err != nil || ok {
+			return r, err
+		}
+	}
 	// A worker that dies mid-probe is noticed within the heartbeat timeout.
 	defer heartbeat.Every(ctx, 5*time.Second)()
 
@@ -194,6 +203,32 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 	}
 	a.notifyChanges(ctx, watchChanges(ds.Provider, r.Changes))
 	return res, nil
+}
+
+// observedAlready returns the result of a scheduled probe that an ingest's
+// passive observation stands in for (watch.Observed): nothing is sent nor
+// recorded — the store stepped that observation once, when the ingest
+// recorded it — and the result carries the dataset's state and whether
+// to confirm it (watch.NextConfirm), so that a failing ingest gets its
+// confirmation probes as a failing probe would.
+func (a *Activities) observedAlready(ctx context.Context, res ProbeResult, cfg watch.Config) (ProbeResult, bool, error) {
+	now := a.clock()
+	states, err := a.cfg.Watch.States(ctx, now, res.Dataset)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, false, ctx.Err()
+		}
+		a.log.Warn("reading the watch state before a probe", "dataset", res.Dataset, "err", err)
+		return res, false, nil // probe as if no ingest had answered
+	}
+	if len(states) != 1 || !watch.Observed(states[0], now, res.Interval) {
+		return res, false, nil
+	}
+	st := states[0]
+	res.At, res.Outcome, res.Passive = st.LastPassive, st.LastOutcome, true
+	res.State, res.Since, res.Confirm = st.State, st.Since, watch.NextConfirm(cfg, st)
+	a.cfg.Metrics.Activity("probe", res.Provider, "passive", 0)
+	return res, true, nil
 }
 
 // probe sends one probe and builds its record (without Confirmation).
@@ -282,6 +317,10 @@ type probeTrace struct {
 
 type probeTraceKey struct{}
 
+// passiveKey carries an ingest's *passive: the gate marks when its data
+// calls leave.
+type passiveKey struct{}
+
 func (t *probeTrace) markSent(at time.Time) {
 	t.mu.Lock()
 	t.sent = at
@@ -295,22 +334,31 @@ func (t *probeTrace) sentAt() time.Time {
 }
 
 // probeLimiter wraps the rate-limit gate for probes (permit.Call.Probe):
-// a probe waits for its permits at most the ProbeWait its activity set,
-// and any failure of the gate — our limiter, our daily quota, a wait too
-// long — is marked watch.NotSent, so that the probe is recorded as
-// throttled and never as the provider's outage. Every other call passes
-// through unchanged, and every outcome goes to the gate's Observe. A nil
-// gate lets every call through.
+// a probe's call is of permit.PriorityProbe (it waits behind daily calls
+// at the scope limiter) and waits for its permits at most the ProbeWait
+// its activity set, and any failure of the gate — our limiter, our daily
+// quota, a wait too long — is marked watch.NotSent, so that the probe is
+// recorded as throttled and never as the provider's outage. Every other
+// call passes through unchanged (an ingest's data call marks when it left,
+// for its passive observation), and every outcome goes to the gate's
+// Observe. A nil gate lets every call through.
 type probeLimiter struct{ gate permit.Limiter }
 
 // Wait is the gate's Wait, bounded and marked for probes.
 func (l probeLimiter) Wait(ctx context.Context, call permit.Call) (permit.Permit, error) {
 	if !call.Probe || call.Kind != permit.CallData {
-		if l.gate == nil {
-			return permit.Permit{}, nil
+		var p permit.Permit
+		var err error
+		if l.gate != nil {
+			p, err = l.gate.Wait(ctx, call)
 		}
-		return l.gate.Wait(ctx, call)
+		if o, _ := ctx.Value(passiveKey{}).(*passive); err == nil && o != nil && call.Kind == permit.CallData {
+			o.trace.markSent(time.Now())
+		}
+		return p, err
 	}
+	// A probe waits behind daily calls at the scope limiter.
+	call.Priority = permit.PriorityProbe
 	tr, _ := ctx.Value(probeTraceKey{}).(*probeTrace)
 	var p permit.Permit
 	if l.gate != nil {

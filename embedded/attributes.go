@@ -10,15 +10,19 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/sluicehq/sluice/internal/kind"
 )
 
 // SearchAttributes are the custom search attributes Start registers on
-// its namespace: a Backfill workflow keeps them current, so the Web UI's
+// its namespace: every Sluice workflow's kind (internal/kind: SluiceKind =
+// "watch" lists the watches), and a Backfill workflow keeps them current, so the Web UI's
 // workflow list can show each backfill's state and share done (package
 // workflows, BackfillStateAttr and BackfillPercentAttr). A server Sluice
 // does not embed needs them added once by its operator (docs/backfill.md).
 var SearchAttributes = map[string]enumspb.IndexedValueType{
 	"SluiceBackfillState":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	kind.Name:               enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	"SluiceBackfillPercent": enumspb.INDEXED_VALUE_TYPE_INT,
 }
 
@@ -33,10 +37,15 @@ func registerSearchAttributes(ctx context.Context, hostPort, namespace string, c
 	op := operatorservice.NewOperatorServiceClient(conn)
 	cctx, cancel := context.WithTimeout(ctx, namespaceWait)
 	defer cancel()
-	_, err = op.AddSearchAttributes(cctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: SearchAttributes})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("registering search attributes on namespace %q: %w", namespace, err)
+	// One at a time: a server started by an older Sluice has some of
+	// them, and those must not keep the new ones out.
+	for name, typ := range SearchAttributes {
+		_, err = op.AddSearchAttributes(cctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace,
+			SearchAttributes: map[string]enumspb.IndexedValueType{name: typ}})
+		var exists *serviceerror.AlreadyExists
+		if err != nil && !errors.As(err, &exists) {
+			return fmt.Errorf("registering search attribute %s on namespace %q: %w", name, namespace, err)
+		}
 	}
 	return nil
 }

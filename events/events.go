@@ -15,6 +15,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/internal/kind"
 )
 
 // Event kinds.
@@ -82,6 +84,7 @@ func (r *Recorder) Record(ctx context.Context, e Event) error {
 			ID:                       WorkflowID,
 			TaskQueue:                r.taskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    kind.Of(kind.Events),
 		}, WorkflowName, []Event(nil))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("recording %s event: %w", e.Kind, err))

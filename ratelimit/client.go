@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/internal/kind"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/ratelimit/permit"
 )
@@ -740,6 +741,7 @@ func (c *Client) startOp(scopeID string, lim ledger.Limits) client.WithStartWork
 		TaskQueue:                c.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    kind.Of(kind.Limiter),
 	}, WorkflowName, LimiterInput{ScopeID: scopeID, Protocol: LimiterProtocol, Limits: lim})
 }
 

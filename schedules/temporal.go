@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sluicehq/sluice/internal/kind"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -96,6 +97,8 @@ func action(w Want) *client.ScheduleWorkflowAction {
 		Args:          []any{w.Input()},
 		TaskQueue:     w.TaskQueue,
 		StaticSummary: w.Summary(),
+		// Each run the schedule starts is a daily run.
+		TypedSearchAttributes: kind.Of(kind.Daily),
 	}
 }
 

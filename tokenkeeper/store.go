@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/connector"
+	"github.com/sluicehq/sluice/internal/kind"
 )
 
 // callTimeout bounds one round trip to a keeper.
@@ -243,6 +244,7 @@ func (s *Store) acquireOnce(ctx context.Context, key string, req AcquireRequest)
 		TaskQueue:                s.queue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    kind.Of(kind.Keeper),
 	}, WorkflowName, KeeperInput{Key: key, State: s.lastSeen(key)})
 	h, err := s.tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,

@@ -30,6 +30,12 @@ type Probe struct {
 	// failure (or recovery), counted against the day's confirmation
 	// budget; false for a scheduled probe.
 	Confirmation bool `json:"confirmation,omitempty"`
+	// Passive marks an observation no probe sent: a daily run's (or
+	// backfill's) own answer from the dataset, recorded by the ingest. It
+	// steps the state like a scheduled probe and, for an interval, stands
+	// in for the next one (DatasetState.LastPassive, Observed). The store
+	// keeps it in the state, not in the probe's row.
+	Passive bool `json:"passive,omitempty"`
 	// Message says what went wrong, redacted of secrets (the connector's
 	// error text); "" when OK.
 	Message string `json:"message,omitempty"`

@@ -224,6 +224,9 @@ type DatasetState struct {
 
 	LastProbe   time.Time `json:"last_probe"`
 	LastOutcome Outcome   `json:"last_outcome,omitempty"`
+	// LastPassive is when the last passive observation (Probe.Passive:
+	// an ingest's own answer) was stepped; zero when none was.
+	LastPassive time.Time `json:"last_passive,omitzero"`
 	LastSuccess time.Time `json:"last_success"`
 	// ValidUntil is when the state lapses into unknown without another
 	// probe.
@@ -367,6 +370,9 @@ func Step(cfg Config, prev DatasetState, p Probe) Result {
 
 	s.Probes++
 	s.LastProbe, s.LastOutcome = at, p.Outcome
+	if p.Passive {
+		s.LastPassive = at
+	}
 	s.ValidUntil = at.Add(pol.StaleAfter)
 	if d := pol.budgetDay(at); d != s.BudgetDay {
 		s.BudgetDay, s.ConfirmationsUsed, s.BudgetNoted = d, 0, false

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sluicehq/sluice/internal/kind"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/workflows"
 )
@@ -235,6 +236,7 @@ func start(ctx context.Context, tc client.Client, ds *registry.Dataset, taskQueu
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		Memo:                     map[string]any{MemoKey: MemoValue, "dataset": ds.ID, "provider": ds.Provider},
+		TypedSearchAttributes:    kind.Of(kind.Watch),
 		StaticSummary:            fmt.Sprintf("watch of %s: %s, probed every %d min", ds.ID, name, ds.Probe.IntervalMinutes),
 	}, workflows.WatchName, workflows.WatchInput{Dataset: ds.ID})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/internal/deployment"
+	"github.com/sluicehq/sluice/internal/kind"
 )
 
 // BackfillName is the registered name of the backfill workflow; its
@@ -21,6 +22,10 @@ const BackfillName = "Backfill"
 // workflow list shows its state and share done. They must be registered
 // on the namespace (the embedded server does; deploy/ says how for
 // compose).
+// backfillKindChange is the workflow.GetVersion change id of the kind
+// (internal/kind) a backfill gives its per-dataset children.
+const backfillKindChange = "backfill-child-kind"
+
 var (
 	BackfillStateAttr   = temporal.NewSearchAttributeKeyKeyword("SluiceBackfillState")
 	BackfillPercentAttr = temporal.NewSearchAttributeKeyInt64("SluiceBackfillPercent")
@@ -246,11 +251,15 @@ func Backfill(ctx workflow.Context, in BackfillInput) (BackfillProgress, error) 
 	start := func(i int) {
 		d := c.Datasets[i]
 		id := BackfillDatasetWorkflowID(self, d.Dataset)
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		copts := workflow.ChildWorkflowOptions{
 			WorkflowID:            id,
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON, // continue-as-new must not end them
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		})
+		}
+		if workflow.GetVersion(ctx, backfillKindChange, workflow.DefaultVersion, 1) >= 1 {
+			copts.TypedSearchAttributes = kind.Of(kind.Backfill)
+		}
+		cctx := workflow.WithChildOptions(ctx, copts)
 		budget += eventsChild
 		starting++
 		f := workflow.ExecuteChildWorkflow(cctx, BackfillDatasetName, BackfillDatasetInput{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/internal/deployment"
+	"github.com/sluicehq/sluice/watch"
 )
 
 // WatchName is the registered name of the watch workflow.
@@ -31,6 +32,11 @@ func WatchWorkflowID(dataset string) string { return "watch/" + dataset }
 // probe may carry a run one or two past the bound). An hourly watch continues as
 // new every four days, a daily one every hundred.
 const DefaultProbesPerRun = 100
+
+// watchFirstSpreadChange is the workflow.GetVersion change id of the
+// first probe's spread over the interval (watch.FirstProbeOffset): runs
+// recorded before it probed a dataset never probed at once.
+const watchFirstSpreadChange = "watch-first-spread"
 
 // maxConfirmationsPerSlot bounds the confirmation probes sent between two
 // scheduled ones. A streak of probes disagreeing with the confirmed state
@@ -91,8 +97,9 @@ type WatchResult struct {
 // Watch probes one dataset on its interval, for as long as it runs
 // (workflow id WatchWorkflowID; `sluice watch sync` starts and stops
 // watches to follow the registry). Scheduled probes keep a fixed grid —
-// the first at the start (or an interval after the store's last probe of
-// the dataset), then one every interval; a probe that comes late does not
+// the first at a point of the first interval fixed by the dataset
+// (watch.FirstProbeOffset; an interval after the store's last probe or
+// observation of the dataset when there is one), then one every interval; a probe that comes late does not
 // bunch the next ones. After a probe the store may ask for confirmation
 // (watch.Result.Confirm): the watch sends it at the time asked, marked as
 // a confirmation, if that is before the next scheduled probe (which
@@ -135,6 +142,13 @@ func Watch(ctx workflow.Context, in WatchInput) (WatchResult, error) {
 		// recorded that probe in the future).
 		now := workflow.Now(ctx)
 		st.Interval, st.Next = plan.Interval, now
+		if plan.LastProbe.IsZero() && workflow.GetVersion(ctx, watchFirstSpreadChange, workflow.DefaultVersion, 1) >= 1 {
+			// Never probed: the first probe at a point of the interval
+			// fixed by the dataset, so that watches started together
+			// (and the daily batch started with them) do not all probe
+			// at once.
+			st.Next = now.Add(watch.FirstProbeOffset(in.Dataset, plan.Interval))
+		}
 		if !plan.LastProbe.IsZero() {
 			if n := plan.LastProbe.Add(plan.Interval); n.After(now) {
 				st.Next = n

@@ -76,23 +76,41 @@ func (w *watchEnv) continued(t *testing.T) workflows.WatchInput {
 	return in
 }
 
+// firstOffset is when a fresh watch of fred-dgs10, never probed, probes
+// first on an hourly interval (watch.FirstProbeOffset).
+var firstOffset = watch.FirstProbeOffset("fred-dgs10", time.Hour)
+
+// shifted returns the probes, each d later.
+func shifted(d time.Duration, probes ...sent) []sent {
+	for i := range probes {
+		probes[i].at += d
+	}
+	return probes
+}
+
 func ok(interval time.Duration) activities.ProbeResult {
 	return activities.ProbeResult{Outcome: watch.OK, State: watch.Up, Interval: interval, Recorded: true}
 }
 
-// TestWatchProbesOnItsGrid: a fresh watch probes at once and then every
-// interval, and continues as new after ProbesPerRun probes, carrying the
-// next slot and its count.
+// TestWatchProbesOnItsGrid: a fresh watch of a dataset never probed
+// probes first at the dataset's point of the interval
+// (watch.FirstProbeOffset, not at once: watches started together spread
+// their first probes) and then every interval, and continues as new after
+// ProbesPerRun probes, carrying the next slot and its count.
 func TestWatchProbesOnItsGrid(t *testing.T) {
 	w := newWatchEnv(t, activities.WatchPlan{Dataset: "fred-dgs10", Interval: time.Hour},
 		func(int, time.Time, activities.ProbeInput) (activities.ProbeResult, error) { return ok(time.Hour), nil })
 	w.run(workflows.WatchInput{Dataset: "fred-dgs10", ProbesPerRun: 4})
 	next := w.continued(t)
-	want := []sent{{0, false}, {time.Hour, false}, {2 * time.Hour, false}, {3 * time.Hour, false}}
+	off := watch.FirstProbeOffset("fred-dgs10", time.Hour)
+	if off < time.Second {
+		t.Fatalf("the test dataset's first-probe offset is %s: pick one whose offset tells a spread watch from one probing at once", off)
+	}
+	want := []sent{{off, false}, {off + time.Hour, false}, {off + 2*time.Hour, false}, {off + 3*time.Hour, false}}
 	if !equalSent(w.sent, want) {
 		t.Errorf("probes %v, want %v", w.sent, want)
 	}
-	if !next.Next.Equal(w.start.Add(4*time.Hour)) || next.Interval != time.Hour || next.Probes != 4 || next.Runs != 1 || next.ProbesPerRun != 4 ||
+	if !next.Next.Equal(w.start.Add(off+4*time.Hour)) || next.Interval != time.Hour || next.Probes != 4 || next.Runs != 1 || next.ProbesPerRun != 4 ||
 		next.Last == nil || next.Last.Outcome != watch.OK {
 		t.Errorf("continued with %+v", next)
 	}
@@ -168,7 +186,7 @@ func TestWatchConfirms(t *testing.T) {
 		})
 	w.run(workflows.WatchInput{Dataset: "fred-dgs10", ProbesPerRun: 6})
 	w.continued(t)
-	want := []sent{{0, false}, {15 * time.Minute, true}, {30 * time.Minute, true}, {time.Hour, false}, {2 * time.Hour, false}, {3 * time.Hour, false}}
+	want := shifted(firstOffset, sent{0, false}, sent{15 * time.Minute, true}, sent{30 * time.Minute, true}, sent{time.Hour, false}, sent{2 * time.Hour, false}, sent{3 * time.Hour, false})
 	if !equalSent(w.sent, want) {
 		t.Errorf("probes %v, want %v", w.sent, want)
 	}
@@ -201,9 +219,9 @@ func TestWatchSkipsMissedSlots(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	// The probe after the late one runs at +3 h (the slots at +1 h and +2 h
+	// Times from the first probe. The probe after the late one runs at +3 h (the slots at +1 h and +2 h
 	// passed while it ran), and the one after that at +4 h.
-	if len(at) != 1 || at[0] != 3*time.Hour || !next.Next.Equal(start.Add(4*time.Hour)) {
+	if len(at) != 1 || at[0] != firstOffset+3*time.Hour || !next.Next.Equal(start.Add(firstOffset+4*time.Hour)) {
 		t.Errorf("probes at %v, next %s after the start", at, next.Next.Sub(start))
 	}
 }
@@ -229,14 +247,14 @@ func TestWatchSurvivesAFailedProbe(t *testing.T) {
 		if err := v.Get(&status); err != nil {
 			t.Error(err)
 		}
-	}, 30*time.Minute)
+	}, firstOffset+30*time.Minute)
 	w.run(workflows.WatchInput{Dataset: "fred-dgs10", ProbesPerRun: 2})
 	w.continued(t)
-	if want := []sent{{0, false}, {time.Hour, false}}; !equalSent(w.sent, want) {
+	if want := shifted(firstOffset, sent{0, false}, sent{time.Hour, false}); !equalSent(w.sent, want) {
 		t.Errorf("probes %v, want %v", w.sent, want)
 	}
 	if status.Failures != 1 || status.LastError == "" || status.RunProbes != 1 || status.Dataset != "fred-dgs10" ||
-		status.Interval != time.Hour || !status.Next.Equal(w.start.Add(time.Hour)) {
+		status.Interval != time.Hour || !status.Next.Equal(w.start.Add(firstOffset+time.Hour)) {
 		t.Errorf("status at 30 min %+v", status)
 	}
 }

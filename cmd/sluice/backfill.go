@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/internal/kind"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -92,6 +93,7 @@ refetches every chunk (unchanged bytes are still not rewritten).`,
 				run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 					ID: id, TaskQueue: tf.taskQueue,
 					WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+					TypedSearchAttributes:    kind.Of(kind.Backfill),
 				}, workflows.BackfillName, in)
 				if err != nil {
 					return fmt.Errorf("starting backfill %s: %w", id, err)

@@ -56,6 +56,9 @@ func (d dataDir) temporal() string { return filepath.Join(d.root(), "temporal") 
 // watchDB is the default watch store's SQLite file, <data-dir>/watch/watch.db.
 func (d dataDir) watchDB() string { return store.SQLitePath(d.root()) }
 
+// devLog is the log file `sluice dev` writes, <data-dir>/logs/dev.log.
+func (d dataDir) devLog() string { return filepath.Join(d.root(), "logs", "dev.log") }
+
 // operatorToken is the file `sluice dev` keeps its operator token in,
 // <data-dir>/operator-token.
 func (d dataDir) operatorToken() string { return filepath.Join(d.root(), "operator-token") }

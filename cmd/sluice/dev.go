@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/watch/store"
 	"github.com/sluicehq/sluice/watchsync"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
@@ -58,12 +59,15 @@ Schedules page lists them and they fire while it stays up; --no-schedules
 skips it), starts the watch (one Watch workflow per probed dataset,
 recording into the watch store under --data-dir; see sluice watch), then
 runs one daily ingest of the whole registry for yesterday's logical date
-(--date to choose) and prints a summary table. It then stays up for the Web
-UI until Ctrl-C; --once exits after the batch, with status 2 if any dataset
-failed.`,
+(--date to choose) and prints a summary table — per provider, the time the
+batch took against the least its declared limits allow — and the watch in
+one line. Logs go to <data-dir>/logs/dev.log; the console shows only
+warnings and errors, or everything at --log-level debug. It then stays up
+for the Web UI until Ctrl-C; --once exits after the batch, with status 2 if
+any dataset failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd.Context(), cmd.OutOrStdout())
+			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.bind(cmd.Flags())
@@ -102,6 +106,7 @@ type devStack struct {
 	lake    sink.Sink
 	tc      client.Client
 	w       *worker.Worker
+	ws      store.Store
 	steps   []watchsync.Step
 	closers []func()
 }
@@ -116,7 +121,7 @@ func (s *devStack) close() {
 
 // run is sluice dev: start the stack, print its addresses, sync the
 // schedules, run the batch and stay up unless --once.
-func (f *devFlags) run(ctx context.Context, out io.Writer) error {
+func (f *devFlags) run(ctx context.Context, out, errOut io.Writer) error {
 	if err := checkExposure(f.frontendAddr, f.uiAddr, nil, f.allowInsecureRemote); err != nil {
 		return err
 	}
@@ -124,10 +129,12 @@ func (f *devFlags) run(ctx context.Context, out io.Writer) error {
 	if err := rf.validate(); err != nil {
 		return err
 	}
-	log, err := rf.logger()
+	logPath := rf.lake.dataDir.devLog()
+	log, closeLog, err := consoleLogger(rf.logLevel, logPath, errOut)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	if f.date == "" {
 		f.date = time.Now().AddDate(0, 0, -1).Format(time.DateOnly)
 	}
@@ -158,6 +165,7 @@ func (f *devFlags) run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "Status     %s/ (operator %s/ops, token in %s)\n", st.URL, st.URL, st.tokenFile)
 	}
 	f.printStack(out, s)
+	fmt.Fprintf(out, "Log        %s (on the console: warnings and errors; everything at --log-level debug)\n\n", logPath)
 	if !f.noSchedules {
 		fmt.Fprintln(out, "Schedules (the Web UI's Schedules page):")
 		if _, err := syncSchedules(ctx, s.tc, s.reg, schedules.Options{TaskQueue: workflows.TaskQueue, CatchupWindow: f.catchup}, false, out); err != nil {
@@ -177,6 +185,11 @@ func (f *devFlags) run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		failed = res.Failed > 0
+		if line, err := watchSummary(ctx, s.ws, watchedDatasets(s.steps)); err != nil {
+			log.Warn("summing up the watch", "err", err)
+		} else {
+			fmt.Fprintln(out, line)
+		}
 	}
 	if f.once {
 		if failed {
@@ -281,6 +294,7 @@ func (f *devFlags) startWorker(ctx context.Context, s *devStack, log *slog.Logge
 		return err
 	}
 	s.onClose(func() { _ = ws.Close() })
+	s.ws = ws
 	wopts := rf.workerOptions(s.reg, s.tc, workflows.TaskQueue, s.lake, log)
 	wopts.Watch = ws
 	if wopts.Notify, err = rf.notifications.load(); err != nil {
@@ -325,7 +339,7 @@ func (f *devFlags) printStack(out io.Writer, s *devStack) {
 	if addr := s.w.MetricsAddr(); addr != "" {
 		fmt.Fprintf(out, "Metrics    http://%s/metrics\n", addr)
 	}
-	fmt.Fprintf(out, "Registry   %d providers, %d datasets\n\n", len(s.reg.Providers), len(s.reg.Datasets))
+	fmt.Fprintf(out, "Registry   %d providers, %d datasets\n", len(s.reg.Providers), len(s.reg.Datasets))
 }
 
 // runBatch runs the daily ingest of --date, follows it and prints its
@@ -346,6 +360,6 @@ func (f *devFlags) runBatch(ctx context.Context, out io.Writer, s *devStack) (wo
 		stats = &st
 	}
 	fmt.Fprintln(out)
-	writeSummary(out, res, stats)
+	writeSummary(out, res, stats, batchBounds(s.reg, f.date, f.providers, f.datasets, f.rf.rateScale))
 	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/internal/kind"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -56,7 +57,7 @@ The same from the temporal CLI:
 				if err != nil {
 					return err
 				}
-				writeSummary(out, res, nil)
+				writeSummary(out, res, nil, nil)
 				if res.Failed > 0 {
 					return exitError{code: 2}
 				}
@@ -80,6 +81,7 @@ func startDaily(ctx context.Context, tc client.Client, taskQueue string, in work
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    kind.Of(kind.Daily),
 	}, workflows.DailyIngestName, in)
 	if err != nil {
 		return nil, fmt.Errorf("starting the daily ingest of %s: %w", in.Date, err)

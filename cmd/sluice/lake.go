@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/activities"
+	"github.com/sluicehq/sluice/internal/kind"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/workflows"
 )
@@ -312,6 +313,7 @@ func repairObjects(ctx context.Context, lake sink.Sink, tf temporalFlags, keys [
 			ID: id, TaskQueue: tf.taskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			TypedSearchAttributes:    kind.Of(kind.Refetch),
 		}, workflows.RefetchName, workflows.RefetchInput{Items: batch})
 		if err != nil {
 			return left, fmt.Errorf("starting the refetch of %d objects: %w", len(batch), err)

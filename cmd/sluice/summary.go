@@ -8,17 +8,42 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/planner"
+	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/workflows"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// batchBounds returns, per provider, the least time its declared limits
+// (at the rate scale) allow a daily batch of date over the selected
+// datasets: the planner's makespan of the provider's slowest scope, from
+// the first call's grant to the last's (planner.DailyWith). A plan that
+// fails yields no bounds.
+func batchBounds(reg *registry.Registry, date string, providers, datasets []string, scale float64) map[string]time.Duration {
+	d, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return nil
+	}
+	p, err := planner.DailyWith(reg, planner.Input{From: d, To: d, Providers: providers, Datasets: datasets, RateScale: scale, Start: time.Now()})
+	if err != nil {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, s := range p.Scopes {
+		out[s.Provider] = max(out[s.Provider], s.Makespan)
+	}
+	return out
+}
+
 // writeSummary prints a batch's per-provider table — jobs, succeeded, no
 // data, failed, raw and compressed bytes, elapsed since the batch started
-// until the provider's last dataset completed, and, against the
-// simulator, the limit violations it counted — then every failed dataset.
-func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator.Stats) {
+// until the provider's last dataset completed, with bounds its bound (the
+// least time the provider's declared limits allow the batch's calls,
+// batchBounds) and elapsed over it, and, against the simulator, the limit
+// violations it counted — then every failed dataset.
+func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator.Stats, bounds map[string]time.Duration) {
 	type row struct {
 		jobs, ok, noData, failed int
 		raw, comp                int64
@@ -57,6 +82,9 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 	sort.Strings(order)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "PROVIDER\tJOBS\tOK\tNO DATA\tFAILED\tRAW\tCOMPRESSED\tRATIO\tELAPSED\t"
+	if bounds != nil {
+		header += "BOUND\tVS BOUND\t"
+	}
 	if stats != nil {
 		header += "VIOLATIONS\t"
 	}
@@ -64,7 +92,7 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 	var total row
 	for _, p := range order {
 		x := rows[p]
-		writeRow(t, p, x.jobs, x.ok, x.noData, x.failed, x.raw, x.comp, x.elapsed, x.violations, stats != nil)
+		writeRow(t, p, x.jobs, x.ok, x.noData, x.failed, x.raw, x.comp, x.elapsed, x.violations, stats != nil, bounds, bounds[p])
 		total.jobs += x.jobs
 		total.ok += x.ok
 		total.noData += x.noData
@@ -74,7 +102,11 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 		total.elapsed = max(total.elapsed, x.elapsed)
 		total.violations += x.violations
 	}
-	writeRow(t, "total", total.jobs, total.ok, total.noData, total.failed, total.raw, total.comp, total.elapsed, total.violations, stats != nil)
+	var longest time.Duration
+	for _, p := range order {
+		longest = max(longest, bounds[p])
+	}
+	writeRow(t, "total", total.jobs, total.ok, total.noData, total.failed, total.raw, total.comp, total.elapsed, total.violations, stats != nil, bounds, longest)
 	_ = t.Flush()
 	fmt.Fprintf(w, "batch %s: %s elapsed\n", res.Date, res.Finished.Sub(res.Started).Round(10*time.Millisecond))
 	var failed []workflows.DatasetResult
@@ -91,12 +123,21 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 	}
 }
 
-func writeRow(t io.Writer, name string, jobs, ok, noData, failed int, raw, comp int64, elapsed time.Duration, violations int64, withStats bool) {
+func writeRow(t io.Writer, name string, jobs, ok, noData, failed int, raw, comp int64, elapsed time.Duration, violations int64, withStats bool, bounds map[string]time.Duration, bound time.Duration) {
 	ratio := "-"
 	if comp > 0 {
 		ratio = fmt.Sprintf("%.1f×", float64(raw)/float64(comp))
 	}
 	fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t", name, jobs, ok, noData, failed, bytesIEC(raw), bytesIEC(comp), ratio, elapsed.Round(time.Millisecond))
+	if bounds != nil {
+		// A bound under a second is no yardstick: the batch's own
+		// overhead (workflow tasks, round trips) dominates it.
+		if bound >= time.Second {
+			fmt.Fprintf(t, "%s\t%.2f×\t", bound.Round(100*time.Millisecond), elapsed.Seconds()/bound.Seconds())
+		} else {
+			fmt.Fprint(t, "-\t-\t")
+		}
+	}
 	if withStats {
 		fmt.Fprintf(t, "%d\t", violations)
 	}

@@ -89,8 +89,13 @@ const (
 	// RulesWindow: RulesAnswer, and an ask may bound its first grant to a
 	// window (Ask.NotBefore, Ask.NotAfter).
 	RulesWindow = 4
+	// RulesProbe: RulesWindow, and a probe's ask (permit.PriorityProbe)
+	// yields to waiting daily callers as a backfill's does — it gets
+	// nothing while one waits — without the backfill share: probes are in
+	// the reserved demand.
+	RulesProbe = 5
 	// RulesLatest is the generation a new limiter run follows.
-	RulesLatest = RulesWindow
+	RulesLatest = RulesProbe
 )
 
 // RuleSet is what one generation of ledger rules does.
@@ -111,6 +116,9 @@ type RuleSet struct {
 	// Window: Ask.NotBefore and Ask.NotAfter bound the first grant;
 	// otherwise they are ignored.
 	Window bool
+	// ProbeYields: a probe's ask waits behind daily callers (RulesProbe);
+	// otherwise it is a daily ask.
+	ProbeYields bool
 }
 
 // ruleSets are the generations' rules, by generation. An entry never
@@ -124,6 +132,7 @@ var ruleSets = [...]RuleSet{
 	RulesChain:  {Priority: true, Chain: true, ChainMargin: 10 * time.Millisecond, KeepUntil: true},
 	RulesAnswer: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true},
 	RulesWindow: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true},
+	RulesProbe:  {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true, ProbeYields: true},
 }
 
 // Rules returns the rules of generation gen (the latest for a generation
@@ -342,8 +351,8 @@ type Answer struct {
 // [grant, grant+lim.Tolerance] keep every window and the minimum interval.
 //
 // Under RulesPriority, a backfill ask gets no grant while a daily caller of
-// the scope waits (it is told to ask again shortly), and none beyond the
-// day's backfill share: it gets QuotaExhausted with the provider-local
+// the scope waits (it is told to ask again shortly; under RulesProbe a
+// probe's ask too), and none beyond the day's backfill share: it gets QuotaExhausted with the provider-local
 // midnight instead. A daily ask that leaves callers waiting records its
 // caller as waiting; one that leaves none clears it.
 func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
@@ -351,12 +360,13 @@ func (l *Ledger) Reserve(now time.Time, lim Limits, ask Ask) Answer {
 		return l.reserve(now, lim, ask)
 	}
 	l.Waiting = slices.DeleteFunc(l.Waiting, func(w Waiting) bool { return !w.Until.After(now) })
-	backfill := ask.Priority == permit.PriorityBackfill
-	if backfill && len(l.Waiting) > 0 {
+	yields := ask.Priority == permit.PriorityBackfill ||
+		Rules(ask.Rules).ProbeYields && ask.Priority == permit.PriorityProbe
+	if yields && len(l.Waiting) > 0 {
 		return Answer{RetryIn: yieldPoll, Yielded: true}
 	}
 	ans := l.reserve(now, lim, ask)
-	if !backfill {
+	if !yields {
 		l.setWaiting(ask.Caller, now, ask.N, ans)
 	}
 	return ans

@@ -277,3 +277,51 @@ func TestStampLateKeepsLegacySlack(t *testing.T) {
 		t.Fatalf("grant after legacy grants: %+v, want at %s", ans.Grants, want)
 	}
 }
+
+// TestReserveProbeWaitsBehindDaily: under RulesProbe a probe's ask gets
+// nothing while a daily caller waits, and the slots a daily caller leaves
+// once it has all it asked for; it spends no backfill share. Under the
+// generation before, the same ask is served as a daily one (replays of
+// runs recorded then answer as they did).
+func TestReserveProbeWaitsBehindDaily(t *testing.T) {
+	lim := kisLike()
+	lim.DailyQuota, lim.Reserved = 0, 0
+	at := func(ans Answer) []time.Duration {
+		var got []time.Duration
+		for _, g := range ans.Grants {
+			got = append(got, g.At.Sub(t0))
+		}
+		return got
+	}
+	ask := func(n int, caller string, prio permit.Priority, rules int) Ask {
+		return Ask{N: n, Horizon: lim.Horizon(), Rules: rules, Caller: caller, Priority: prio}
+	}
+	second := time.Second + lim.Tolerance + slack
+
+	var l Ledger
+	if got := at(l.Reserve(t0, lim, ask(7, "daily", permit.PriorityDaily, RulesProbe))); len(got) != 5 {
+		t.Fatalf("daily: grants %v, want 5 at once", got)
+	}
+	ans := l.Reserve(t0.Add(500*time.Millisecond), lim, ask(1, "probe", permit.PriorityProbe, RulesProbe))
+	if !ans.Yielded || len(ans.Grants) != 0 || ans.RetryIn != yieldPoll {
+		t.Fatalf("a probe while a daily caller waits: %+v, want it yielded", ans)
+	}
+	if got := at(l.Reserve(t0.Add(990*time.Millisecond), lim, ask(2, "daily", permit.PriorityDaily, RulesProbe))); len(got) != 2 || got[0] != second {
+		t.Fatalf("daily again: grants %v, want 2 at %s", got, second)
+	}
+	ans = l.Reserve(t0.Add(995*time.Millisecond), lim, ask(1, "probe", permit.PriorityProbe, RulesProbe))
+	if got := at(ans); ans.Yielded || len(got) != 1 || got[0] != second {
+		t.Fatalf("a probe once the daily caller has all it asked: %+v, want one grant at %s", ans, second)
+	}
+	if ans.Grants[0].Backfill {
+		t.Error("a probe's grant counts against the backfill share")
+	}
+
+	// The generation before serves a probe as a daily call.
+	var old Ledger
+	old.Reserve(t0, lim, ask(7, "daily", permit.PriorityDaily, RulesWindow))
+	ans = old.Reserve(t0.Add(500*time.Millisecond), lim, ask(1, "probe", permit.PriorityProbe, RulesWindow))
+	if ans.Yielded || len(ans.Grants) != 1 {
+		t.Fatalf("under RulesWindow a probe while a daily caller waits: %+v, want a grant (a daily ask)", ans)
+	}
+}

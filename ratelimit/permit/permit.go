@@ -76,8 +76,13 @@ const (
 type Priority string
 
 const (
-	// PriorityDaily, the zero value, is a daily run's or a probe's call.
+	// PriorityDaily, the zero value, is a daily run's call.
 	PriorityDaily Priority = ""
+	// PriorityProbe is a watch probe's call: served after every daily
+	// call that waits for the same scope (a limiter of rules older than
+	// ledger.RulesProbe serves it as a daily call); it counts in the
+	// reserved demand, not the backfill share.
+	PriorityProbe Priority = "probe"
 	// PriorityBackfill is a backfill's call: served after every daily call
 	// that waits for the same scope, and only from the daily quota that the
 	// day's reserved demand (scheduled ingests and probes) leaves.

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/registry"
+)
+
+// TestWorkflowKindsFilterTheList: against a real embedded server, the
+// watches `sluice watch sync` starts, the daily run `sluice ingest`
+// starts and the one a schedule starts each carry their SluiceKind, so
+// the workflow list filters to them.
+func TestWorkflowKindsFilterTheList(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := embedded.Start(ctx, embedded.Options{DataDir: t.TempDir(), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	conn := []string{"--temporal", srv.FrontendHostPort(), "--namespace", srv.Namespace()}
+	for _, args := range [][]string{
+		{"watch", "sync"},
+		{"ingest", "--date", "2026-11-20", "--detach"},
+		{"schedules", "sync"},
+		{"schedules", "trigger", "sluice-upbit-0005-daily"},
+	} {
+		if out, err := runSluice(ctx, append(args, conn...)...); err != nil {
+			t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	reg, err := registry.Default(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probed := 0
+	for _, ds := range reg.Datasets {
+		if ds.Probe != nil && ds.Probe.IntervalMinutes > 0 {
+			probed++
+		}
+	}
+	tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	count := func(q string) int64 {
+		resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: srv.Namespace(), Query: q})
+		if err != nil {
+			t.Fatalf("counting %s: %v", q, err)
+		}
+		return resp.GetCount()
+	}
+	// Visibility trails the starts: wait for it (a bound, not a timing
+	// assertion).
+	want := map[string]int64{"watch": int64(probed), "daily": 2}
+	var got map[string]int64
+	for {
+		got = map[string]int64{}
+		for k := range want {
+			got[k] = count(fmt.Sprintf("SluiceKind = '%s'", k))
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("workflows by kind %v, want %v", got, want)
+	}
+	if n := count("SluiceKind = 'daily' AND WorkflowType = 'DailyIngest'"); n != 2 {
+		t.Errorf("%d daily runs of type DailyIngest, want 2", n)
+	}
+}
