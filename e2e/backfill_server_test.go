@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/planner"
 	"github.com/sluicehq/sluice/simulator"
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -87,9 +85,12 @@ func (b *backfillRun) progress(ctx context.Context) workflows.BackfillProgress {
 func (b *backfillRun) checkLake(ctx context.Context) {
 	t := b.c.t
 	t.Helper()
-	lake, err := sink.OpenLocalExisting(filepath.Join(b.c.dataDir, "lake"))
-	if err != nil {
-		t.Fatal(err)
+	lake := b.c.openLake()
+	verifier, ok := lake.(interface {
+		Verify(ctx context.Context, key string) error
+	})
+	if !ok {
+		t.Fatalf("the lake (%T) cannot verify its objects", lake)
 	}
 	entries := map[string]map[[2]string]manifest.Entry{}
 	for _, ds := range b.in.Datasets {
@@ -108,7 +109,7 @@ func (b *backfillRun) checkLake(ctx context.Context) {
 			t.Errorf("%s %s..%s: manifest entry %+v (present %v)", ch.Dataset, ch.From, ch.To, e, ok)
 			continue
 		}
-		if err := lake.Verify(ctx, e.Key); err != nil {
+		if err := verifier.Verify(ctx, e.Key); err != nil {
 			t.Errorf("%s: %v", e.Key, err)
 		}
 	}
