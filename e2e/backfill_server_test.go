@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/planner"
 	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -236,4 +237,37 @@ func TestBackfillServerRestart(t *testing.T) {
 		t.Errorf("calls made = %d, want %d planned plus at most %d retries", made, b.plan.Totals.Calls, limit-int64(b.plan.Totals.Calls))
 	}
 	b.checkLake(context.Background())
+}
+
+// lakeKeys lists the backfill's objects in the lake: its manifests and
+// each chunk's object, and counts the chunks with one. Two chunks naming
+// one object fail the test.
+func (b *backfillRun) lakeKeys(ctx context.Context) (map[string]bool, int) {
+	t := b.c.t
+	t.Helper()
+	lake := b.c.openLake()
+	keys, chunkKeys := map[string]bool{}, map[string]bool{}
+	for _, ds := range b.in.Datasets {
+		err := lake.List(ctx, manifest.DatasetPrefix(ds), func(o sink.Object) error {
+			keys[o.Key] = true
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := manifest.Dataset(ctx, lake, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range manifest.Latest(ms) {
+			if e.Key == "" {
+				continue
+			}
+			if chunkKeys[e.Key] {
+				t.Errorf("%s: two chunks share the object %s", ds, e.Key)
+			}
+			chunkKeys[e.Key], keys[e.Key] = true, true
+		}
+	}
+	return keys, len(chunkKeys)
 }

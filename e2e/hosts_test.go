@@ -24,11 +24,9 @@ import (
 
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/internal/netns"
-	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/planner"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/schedules"
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/watchsync"
 	"github.com/sluicehq/sluice/workflows"
 )
@@ -190,14 +188,7 @@ func TestAcrossHosts(t *testing.T) {
 	bridge := hostNet.HostAddr.String()
 	nodes := startServerNodes(t, bridge)
 
-	key, err := codec.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "codec.key")
-	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeKeyFile(t)
 	regDir := t.TempDir()
 	breg := writeBenchRegistry(t, regDir)
 	c := newCluster(t, clusterOptions{workers: 3, s3: true, ownDirs: true, listen: bridge, temporal: nodes.workerAddr(),
@@ -307,34 +298,8 @@ func TestAcrossHosts(t *testing.T) {
 	b.checkLake(ctx)
 	results := byDataset(t, res, date, daily)
 	checkSucceeded(t, results, nil)
-	lake := c.openLake()
-	c.otherKeys = map[string]bool{}
-	chunks := 0
-	chunkKeys := map[string]bool{}
-	for _, ds := range backfill.Datasets {
-		// The backfill's manifests.
-		err := lake.List(ctx, manifest.DatasetPrefix(ds), func(o sink.Object) error {
-			c.otherKeys[o.Key] = true
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms, err := manifest.Dataset(ctx, lake, ds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range manifest.Latest(ms) {
-			if e.Key == "" {
-				continue
-			}
-			if chunkKeys[e.Key] {
-				t.Errorf("%s: two chunks share the object %s", ds, e.Key)
-			}
-			chunkKeys[e.Key], c.otherKeys[e.Key] = true, true
-			chunks++
-		}
-	}
+	var chunks int
+	c.otherKeys, chunks = b.lakeKeys(ctx)
 	// Every object once: the backfill's chunks and the daily batch's
 	// datasets, nothing else (readLake fails on a key listed twice).
 	c.checkLake(results, date, nil)
