@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -87,9 +86,12 @@ func (b *backfillRun) progress(ctx context.Context) workflows.BackfillProgress {
 func (b *backfillRun) checkLake(ctx context.Context) {
 	t := b.c.t
 	t.Helper()
-	lake, err := sink.OpenLocalExisting(filepath.Join(b.c.dataDir, "lake"))
-	if err != nil {
-		t.Fatal(err)
+	lake := b.c.openLake()
+	verifier, ok := lake.(interface {
+		Verify(ctx context.Context, key string) error
+	})
+	if !ok {
+		t.Fatalf("the lake (%T) cannot verify its objects", lake)
 	}
 	entries := map[string]map[[2]string]manifest.Entry{}
 	for _, ds := range b.in.Datasets {
@@ -108,7 +110,7 @@ func (b *backfillRun) checkLake(ctx context.Context) {
 			t.Errorf("%s %s..%s: manifest entry %+v (present %v)", ch.Dataset, ch.From, ch.To, e, ok)
 			continue
 		}
-		if err := lake.Verify(ctx, e.Key); err != nil {
+		if err := verifier.Verify(ctx, e.Key); err != nil {
 			t.Errorf("%s: %v", e.Key, err)
 		}
 	}
@@ -235,4 +237,37 @@ func TestBackfillServerRestart(t *testing.T) {
 		t.Errorf("calls made = %d, want %d planned plus at most %d retries", made, b.plan.Totals.Calls, limit-int64(b.plan.Totals.Calls))
 	}
 	b.checkLake(context.Background())
+}
+
+// lakeKeys lists the backfill's objects in the lake: its manifests and
+// each chunk's object, and counts the chunks with one. Two chunks naming
+// one object fail the test.
+func (b *backfillRun) lakeKeys(ctx context.Context) (map[string]bool, int) {
+	t := b.c.t
+	t.Helper()
+	lake := b.c.openLake()
+	keys, chunkKeys := map[string]bool{}, map[string]bool{}
+	for _, ds := range b.in.Datasets {
+		err := lake.List(ctx, manifest.DatasetPrefix(ds), func(o sink.Object) error {
+			keys[o.Key] = true
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := manifest.Dataset(ctx, lake, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range manifest.Latest(ms) {
+			if e.Key == "" {
+				continue
+			}
+			if chunkKeys[e.Key] {
+				t.Errorf("%s: two chunks share the object %s", ds, e.Key)
+			}
+			chunkKeys[e.Key], keys[e.Key] = true, true
+		}
+	}
+	return keys, len(chunkKeys)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,14 @@ type clusterOptions struct {
 	// temporal is the frontend host:port of a Temporal server of the
 	// test's own; "" for the shared one.
 	temporal string
+	// listen is the address the simulator and versitygw listen on; ""
+	// for 127.0.0.1. Workers on hosts of their own (internal/netns)
+	// reach the root namespace at its bridge address only.
+	listen string
+	// command makes worker n's process of bin and args; nil runs it
+	// here (exec.Command). Workers on hosts of their own run inside
+	// their namespace.
+	command func(n int, bin string, args []string) *exec.Cmd
 }
 
 // cluster is one test's Sluice: a namespace and task queue on the shared
@@ -134,14 +143,18 @@ func newCluster(t testing.TB, opts clusterOptions) *cluster {
 		t.Fatalf("creating the simulator: %v", err)
 	}
 	// Start serves until ctx ends: the test's whole life.
-	if c.simURL, err = sim.Start(context.Background(), "127.0.0.1:0"); err != nil {
+	listen := "127.0.0.1"
+	if opts.listen != "" {
+		listen = opts.listen
+	}
+	if c.simURL, err = sim.Start(context.Background(), net.JoinHostPort(listen, "0")); err != nil {
 		t.Fatalf("starting the simulator: %v", err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
 	c.sim = sim
 
 	if opts.s3 {
-		c.s3 = versitygw.Start(t)
+		c.s3 = versitygw.StartOn(t, listen)
 	}
 	// Registered before the workers' own cleanups, so it runs after them:
 	// the logs are complete when printed.
@@ -251,7 +264,11 @@ func (c *cluster) startWorkerBin(n int, bin string, env []string) *workerProc {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	w.cmd = exec.Command(bin, args...)
+	if c.opts.command != nil {
+		w.cmd = c.opts.command(n, bin, args)
+	} else {
+		w.cmd = exec.Command(bin, args...)
+	}
 	w.cmd.Env = envv
 	w.cmd.Stdout, w.cmd.Stderr = f, f
 	// The kernel kills the worker if the test process dies first.

@@ -18,10 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/codec"
-	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/simulator"
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/worker"
 	"github.com/sluicehq/sluice/workflows"
@@ -185,14 +183,7 @@ func TestDeploy(t *testing.T) {
 	//
 	// KIS tokens are kept by the token keepers (sealed with a codec key),
 	// so a keeper is among the singletons that move.
-	key, err := codec.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "codec.key")
-	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeKeyFile(t)
 	c := newCluster(t, clusterOptions{faults: []simulator.Fault{{Provider: "upbit", SlowBody: 8000}, {Provider: "datago", SlowBody: 2000}},
 		workerArgs: []string{"--token-store", "keeper"}, workerEnv: []string{codec.EnvKeyFile + "=" + keyFile}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*batchTimeout)
@@ -369,31 +360,8 @@ func TestDeploy(t *testing.T) {
 	checkSucceeded(t, results, nil)
 
 	// The lake: the daily batch's objects and the backfill's, nothing else.
-	lake, err := sink.OpenLocalExisting(filepath.Join(c.dataDir, "lake"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.otherKeys = map[string]bool{}
-	chunks := 0
-	for _, ds := range backfillDatasets {
-		err := lake.List(ctx, manifest.DatasetPrefix(ds), func(o sink.Object) error {
-			c.otherKeys[o.Key] = true
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms, err := manifest.Dataset(ctx, lake, ds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range manifest.Latest(ms) {
-			if e.Key != "" {
-				c.otherKeys[e.Key] = true
-				chunks++
-			}
-		}
-	}
+	var chunks int
+	c.otherKeys, chunks = b.lakeKeys(ctx)
 	c.checkLake(results, date, nil)
 	t.Logf("deploy: %d violations; backfill %d chunks (%d objects, all verified), %d calls made for %d planned, parent runs %d; daily %d datasets (%d ok, %d no data, %d failed); %d limiters and %d token keepers moved to deploy-v2 by continue-as-new; %d KIS token requests",
 		violations, bres.Counts.Total, chunks, made, b.plan.Totals.Calls, bres.Runs, len(res.Results), res.Succeeded, res.NoData, res.Failed, limiters, keepers, tokenRequests)

@@ -44,6 +44,16 @@
 //     promote), the old workers stopped mid-run each time: zero violations,
 //     every chunk verified, the lake exact, every pinned singleton continued
 //     as new onto deploy-v2 (docs/deploy.md).
+//   - TestAcrossHosts: three workers on hosts of their own (a network
+//     namespace each, internal/netns; a data directory each, the lake on
+//     versitygw, KIS tokens in the keeper) run a backfill and a daily
+//     batch while a worker is SIGKILLed, another's network is cut for
+//     30 s and (once `sluice server` forms a two-node cluster) a server
+//     node is killed: zero violations, every chunk and object verified
+//     and stored once, one KIS token, schedules and watches still
+//     running, the backfill found by its search attributes. It skips
+//     without root (fails on CI), and builds only with the hosts tag
+//     (`make test-hosts`: its four minutes are not in make test's budget).
 //
 // Every test asserts the simulator saw zero violations. The worker-kill,
 // provider-down and half-rate tests wait on Temporal's timers (the ingest

@@ -35,6 +35,15 @@ type requestLog struct {
 	mu    *sync.Mutex
 	last  map[string]time.Time
 	calls map[string]int64
+	// limited is when the simulator rejected a call over a limit (the
+	// first hundred), by scope.
+	limited []limitedCall
+}
+
+// limitedCall is one call the simulator rejected over a declared limit.
+type limitedCall struct {
+	at      time.Time
+	dataset string
 }
 
 func newRequestLog() *requestLog {
@@ -60,6 +69,13 @@ func (h *requestLog) Handle(_ context.Context, r slog.Record) error {
 	if ds != "" {
 		h.mu.Lock()
 		h.calls[ds]++
+		h.mu.Unlock()
+	}
+	if outcome == "limit" {
+		h.mu.Lock()
+		if len(h.limited) < 100 {
+			h.limited = append(h.limited, limitedCall{at: r.Time, dataset: ds})
+		}
 		h.mu.Unlock()
 	}
 	if ds == "" || outcome == "limit" || outcome == "auth" || strings.HasPrefix(outcome, "fault-") {

@@ -39,14 +39,7 @@ const simTokenPrefix = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzUxMiJ9"
 // and every KIS dataset of those workers waits a minute.
 func TestTokenSharedAcrossMachines(t *testing.T) {
 	t.Parallel()
-	key, err := codec.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "codec.key")
-	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeKeyFile(t)
 	c := newCluster(t, clusterOptions{workers: 3, ownDirs: true,
 		workerArgs: []string{"--token-store", "keeper"}, workerEnv: []string{codec.EnvKeyFile + "=" + keyFile}})
 	date := logicalDate()
@@ -106,6 +99,21 @@ func TestTokenSharedAcrossMachines(t *testing.T) {
 			t.Errorf("%s kept a token file in %s: the keeper should hold it", w.name, w.dataDir)
 		}
 	}
+}
+
+// writeKeyFile writes a new payload key into a file of the test's own
+// (mode 0600) and returns its path.
+func writeKeyFile(t *testing.T) string {
+	t.Helper()
+	key, err := codec.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "codec.key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile
 }
 
 // keeperToken reads the token the keeper holds, as a worker with the key

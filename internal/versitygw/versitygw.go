@@ -1,6 +1,8 @@
 // Package versitygw runs a real S3 server for tests: versitygw with its
 // posix backend over a temporary directory, listening on a free loopback
-// port, with one bucket created and the process killed when the test ends.
+// port (StartOn: a port of another address of the machine's, such as a
+// test network's bridge), with one bucket created and the process killed
+// when the test ends.
 //
 // The binary is found at $SLUICE_VERSITYGW, else <module root>/bin/versitygw
 // (installed by `make tools`), else on PATH. A missing binary fails the test:
@@ -108,12 +110,19 @@ func moduleRoot() (string, error) {
 // is killed when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return start(t, false)
+	return start(t, "127.0.0.1", false)
+}
+
+// StartOn is Start with the server listening on host (an IP address of
+// this machine, such as a test network's bridge) instead of loopback.
+func StartOn(t testing.TB, host string) *Server {
+	t.Helper()
+	return start(t, host, false)
 }
 
 // start runs the server; forceSidecar keeps metadata in a sidecar
 // directory even where user xattrs work (to test that path).
-func start(t testing.TB, forceSidecar bool) *Server {
+func start(t testing.TB, host string, forceSidecar bool) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -143,7 +152,7 @@ func start(t testing.TB, forceSidecar bool) *Server {
 	t.Cleanup(s.Kill)
 	// A free port can be taken between probing and binding: try again.
 	for attempt := 1; ; attempt++ {
-		s.addr = freeAddr(t)
+		s.addr = freeAddr(t, host)
 		s.Endpoint = "http://" + s.addr
 		err := s.run()
 		if err == nil {
@@ -161,8 +170,8 @@ func start(t testing.TB, forceSidecar bool) *Server {
 	return s
 }
 
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(t testing.TB, host string) string {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
 	}

@@ -16,7 +16,7 @@ func TestServerKeepsObjectsAndMetadataAcrossRestart(t *testing.T) {
 		if sidecar {
 			name = "sidecar"
 		}
-		t.Run(name, func(t *testing.T) { testRestart(t, start(t, sidecar)) })
+		t.Run(name, func(t *testing.T) { testRestart(t, start(t, "127.0.0.1", sidecar)) })
 	}
 }
 
