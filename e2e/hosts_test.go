@@ -25,7 +25,7 @@ import (
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/internal/netns"
 	"github.com/sluicehq/sluice/planner"
-	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/watchsync"
 	"github.com/sluicehq/sluice/workflows"
@@ -227,7 +227,7 @@ func TestAcrossHosts(t *testing.T) {
 	date := logicalDate()
 	began := time.Now()
 	bound, err := planner.Backfill(breg, planner.Input{From: mustDate(t, backfill.From), To: mustDate(t, backfill.To),
-		Datasets: backfill.Datasets, Start: began, RateScale: float64(c.scale), Tolerance: ratelimit.DefaultTolerance})
+		Datasets: backfill.Datasets, Start: began, RateScale: float64(c.scale), Tolerance: ledger.DefaultTolerance})
 	if err != nil {
 		t.Fatal(err)
 	}
