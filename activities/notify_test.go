@@ -139,9 +139,10 @@ func TestMaintenanceWindowsSilenceNotifications(t *testing.T) {
 			if _, err := s.acts.Probe(ctx, ProbeInput{Dataset: "ecos-722y001-0101000"}); err != nil {
 				t.Fatal(err)
 			}
-			// The probes' clock moves a second a probe from probeNow: the
-			// window covers the first outage's six probes, not the second's.
-			start, end := probeNow.Add(-time.Hour), probeNow.Add(7*time.Second)
+			// The probes' clock moves on at every reading from probeNow:
+			// the window is open through the first outage and ends, read
+			// from that clock, before the second.
+			start := probeNow.Add(-time.Hour)
 			var id string
 			switch from {
 			case "store":
@@ -153,17 +154,20 @@ func TestMaintenanceWindowsSilenceNotifications(t *testing.T) {
 			case "registry":
 				ecos := s.acts.cfg.Registry.Provider("ecos")
 				saved := ecos.Maintenance
-				ecos.Maintenance = []registry.Maintenance{{Start: start, End: end, Reason: "FRED upgrade"}}
+				ecos.Maintenance = []registry.Maintenance{{Start: start, End: probeNow.Add(time.Hour), Reason: "FRED upgrade"}}
 				t.Cleanup(func() { ecos.Maintenance = saved })
 			}
 			outage(t, s)
 			if got := fn.kinds(); len(got) != 0 {
 				t.Fatalf("notified %v during maintenance", got)
 			}
+			end := s.acts.now()
 			if id != "" {
 				if _, err := s.store.EndMaintenance(ctx, id, end); err != nil {
 					t.Fatal(err)
 				}
+			} else {
+				s.acts.cfg.Registry.Provider("ecos").Maintenance[0].End = end
 			}
 			outage(t, s)
 			if got := fn.kinds(); !equalKinds(got, []notify.Kind{notify.Down, notify.Up}) {

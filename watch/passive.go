@@ -10,8 +10,10 @@ import (
 // than an interval before now. A probe right after a successful (or
 // failed) fetch of the same dataset would tell nothing new, so the
 // scheduled probe is not sent; confirmation probes are never replaced.
+// A late dataset is always probed: a passive observation carries no
+// newest period, so only a probe sees the data catch up.
 func Observed(s DatasetState, now time.Time, interval time.Duration) bool {
-	if s.LastPassive.IsZero() || interval <= 0 {
+	if s.LastPassive.IsZero() || interval <= 0 || s.Late {
 		return false
 	}
 	return now.Sub(s.LastPassive) < interval

@@ -60,3 +60,19 @@ func TestPassiveObservationStandsInForAnInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestLateDatasetIsProbedDespiteAnIngest: a passive observation carries
+// no newest period, so it never stands in for the probe of a late
+// dataset — only a probe sees its data catch up (the toy provider's
+// pipeline test found its caught-up Change missing).
+func TestLateDatasetIsProbedDespiteAnIngest(t *testing.T) {
+	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	s := DatasetState{LastPassive: at, Late: true, Newest: "2026-12-04"}
+	if Observed(s, at.Add(time.Minute), time.Hour) {
+		t.Error("a passive observation stood in for the probe of a late dataset")
+	}
+	s.Late = false
+	if !Observed(s, at.Add(time.Minute), time.Hour) {
+		t.Error("a passive observation did not stand in for the probe of a dataset on time")
+	}
+}
