@@ -227,7 +227,9 @@ func allowCrossOrigin(w http.ResponseWriter) {
 	w.Header().Set("Cross-Origin-Resource-Policy", "cross-origin")
 }
 
-func (s *Server) statuspageStatusJSON(w http.ResponseWriter, r *http.Request) {
+// statuspageJSON answers one of the Statuspage v2 documents, built by doc
+// from the summary.
+func (s *Server) statuspageJSON(w http.ResponseWriter, r *http.Request, doc func(v summaryView) any) {
 	v, err := s.summary(r.Context())
 	if err != nil {
 		s.internal(w, r, err)
@@ -235,28 +237,24 @@ func (s *Server) statuspageStatusJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	allowCrossOrigin(w)
 	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, StatuspageStatusDoc{Page: s.statuspagePage(v), Status: statuspageIndicator(v)})
+	writeJSON(w, http.StatusOK, doc(v))
+}
+
+func (s *Server) statuspageStatusJSON(w http.ResponseWriter, r *http.Request) {
+	s.statuspageJSON(w, r, func(v summaryView) any {
+		return StatuspageStatusDoc{Page: s.statuspagePage(v), Status: statuspageIndicator(v)}
+	})
 }
 
 func (s *Server) statuspageSummaryJSON(w http.ResponseWriter, r *http.Request) {
-	v, err := s.summary(r.Context())
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	allowCrossOrigin(w)
-	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, StatuspageSummaryDoc{Page: s.statuspagePage(v), Components: s.statuspageComponents(v),
-		Incidents: []StatuspageIncident{}, ScheduledMaintenances: []StatuspageIncident{}, Status: statuspageIndicator(v)})
+	s.statuspageJSON(w, r, func(v summaryView) any {
+		return StatuspageSummaryDoc{Page: s.statuspagePage(v), Components: s.statuspageComponents(v),
+			Incidents: []StatuspageIncident{}, ScheduledMaintenances: []StatuspageIncident{}, Status: statuspageIndicator(v)}
+	})
 }
 
 func (s *Server) statuspageComponentsJSON(w http.ResponseWriter, r *http.Request) {
-	v, err := s.summary(r.Context())
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	allowCrossOrigin(w)
-	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, StatuspageComponentsDoc{Page: s.statuspagePage(v), Components: s.statuspageComponents(v)})
+	s.statuspageJSON(w, r, func(v summaryView) any {
+		return StatuspageComponentsDoc{Page: s.statuspagePage(v), Components: s.statuspageComponents(v)}
+	})
 }
