@@ -222,6 +222,13 @@ func (g *Gate) Wait(ctx context.Context, call permit.Call) (permit.Permit, error
 			return permit.Permit{}, &connector.Error{Class: connector.RateLimited, Provider: call.Provider, Dataset: call.Dataset,
 				Code: CodeHeldBack, Message: w.Error(), RetryAfter: w.Wait}
 		}
+		var ce *connector.Error
+		if errors.As(err, &ce) && ce.Provider == "" {
+			// hold knows the scopes, not the call: the error names it.
+			named := *ce
+			named.Provider, named.Dataset = call.Provider, call.Dataset
+			return permit.Permit{}, &named
+		}
 		return permit.Permit{}, err
 	}
 	if e := g.spentError(call, scopes); e != nil {
@@ -308,7 +315,7 @@ func (g *Gate) hold(ctx context.Context, scopes []*registry.ScopeInstance, prio 
 		}
 		// Late (the process stalled): give all back, start over.
 		if late++; late >= maxLate {
-			return nil, &connector.Error{Class: connector.Transient, Message: fmt.Sprintf("the permits of its %d scopes expired before use %d times in a row", len(scopes), maxLate)}
+			return nil, &connector.Error{Class: connector.Transient, Message: fmt.Sprintf("the permits of %s expired before use %d times in a row (the process stalled past the limiter tolerance; it retries)", scopeIDs(scopes), maxLate)}
 		}
 		from = time.Time{}
 	}
@@ -550,4 +557,13 @@ func describeLimits(l ledger.Limits) string {
 		return "none"
 	}
 	return strings.Join(parts, " ")
+}
+
+// scopeIDs names scopes for a message: "kis/key", or "a, b".
+func scopeIDs(scopes []*registry.ScopeInstance) string {
+	ids := make([]string, len(scopes))
+	for i, sc := range scopes {
+		ids[i] = sc.ID
+	}
+	return strings.Join(ids, ", ")
 }
