@@ -223,7 +223,11 @@ func waitMembership(ctx context.Context, hostPort string, creds credentials.Tran
 	defer tick.Stop()
 	for {
 		var missing []string
-		resp, err := admin.DescribeCluster(ctx, &adminservice.DescribeClusterRequest{})
+		// Each call its own deadline: one call hung on a node still
+		// joining must not spend the whole wait.
+		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := admin.DescribeCluster(callCtx, &adminservice.DescribeClusterRequest{})
+		cancel()
 		if err == nil {
 			members := map[string]int32{}
 			for _, ring := range resp.GetMembershipInfo().GetRings() {
