@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +126,13 @@ func TestPostgresPersistsAndQueriesBackfillAttributes(t *testing.T) {
 	if err := first.Stop(); err != nil {
 		t.Fatalf("stopping first node: %v", err)
 	}
+	// A stopped node leaves no membership rows behind: the next node's
+	// ringpop would be seeded with its closed ports (and, restarted
+	// within Temporal's 20 s heartbeat cutoff, joined nothing for 30 s a
+	// try; CI saw "failed to start ringpop").
+	if n := countMembers(t, dbURL); n != 0 {
+		t.Errorf("after Stop, %d membership rows remain; want 0", n)
+	}
 
 	second := startPostgres(t, dbURL, logs)
 	c2 := dial(t, second)
@@ -219,5 +228,86 @@ func TestFatalWhileStoppingEndsOnlyItsGoroutine(t *testing.T) {
 	stopped.Store(true)
 	if run() {
 		t.Error("Fatal while stopping panicked")
+	}
+}
+
+// countMembers returns the number of rows of the cluster's membership
+// table in the database at dbURL.
+func countMembers(t *testing.T, dbURL string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM " + pgMainSchema + ".cluster_membership").Scan(&n); err != nil {
+		t.Fatalf("counting membership rows: %v", err)
+	}
+	return n
+}
+
+// TestForgetDeadMembers: of two membership rows with fresh heartbeats,
+// the one whose port refuses connections is deleted and the one whose
+// port listens is kept.
+func TestForgetDeadMembers(t *testing.T) {
+	dbURL, _ := pgtest.OwnedDatabase(t)
+	p, err := parsePostgres(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logger := serverLogger{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.prepare(ctx, logger, "default", DefaultRetention); err != nil {
+		t.Fatalf("preparing: %v", err)
+	}
+	// Membership ports are below 32768 (a smallint column).
+	livePort, err := freeLowPort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(livePort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	deadPort, err := freeLowPort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i, port := range []int{deadPort, livePort} {
+		if _, err := db.ExecContext(ctx, "INSERT INTO "+pgMainSchema+".cluster_membership (membership_partition, host_id, rpc_address, rpc_port, role, session_start, last_heartbeat, record_expiry) VALUES (0, $1, '127.0.0.1', $2, 1, now(), now(), now() + interval '1 day')",
+			[]byte{byte(i + 1)}, port); err != nil {
+			t.Fatalf("inserting member: %v", err)
+		}
+	}
+	n, err := p.forgetDeadMembers(ctx)
+	if err != nil {
+		t.Fatalf("forgetDeadMembers: %v", err)
+	}
+	if n != 1 {
+		t.Errorf("deleted %d rows, want 1", n)
+	}
+	var ports []int
+	rows, err := db.QueryContext(ctx, "SELECT rpc_port FROM "+pgMainSchema+".cluster_membership")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var port int
+		if err := rows.Scan(&port); err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, port)
+	}
+	rows.Close()
+	if len(ports) != 1 || ports[0] != livePort {
+		t.Errorf("rows left: ports %v; want only the listening %d (the refused %d deleted)", ports, livePort, deadPort)
 	}
 }

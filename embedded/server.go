@@ -33,6 +33,7 @@ type Server struct {
 	frontendHost string
 	namespace    string
 	database     string
+	pg           *postgres // nil on SQLite
 
 	logger   *slog.Logger
 	stopping *atomic.Bool // read by the server's logger
@@ -101,6 +102,13 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		if err := r.pg.prepare(ctx, srvLog, r.namespace, r.retention); err != nil {
 			return nil, fmt.Errorf("preparing Temporal database: %w", err)
 		}
+		// A member that stopped moments ago would otherwise seed this
+		// node's ringpop with ports nothing listens on.
+		if n, err := r.pg.forgetDeadMembers(ctx); err != nil {
+			return nil, fmt.Errorf("preparing Temporal database: %w", err)
+		} else if n > 0 {
+			r.logger.Info("forgot dead cluster members", "rows", n)
+		}
 		store = postgresPersistence(r.pg, r.nodeHost)
 		database = r.pg.redacted
 	} else if err := prepareDatabase(r.dbPath, r.namespace, r.retention); err != nil {
@@ -131,6 +139,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 		frontendHost: net.JoinHostPort(dialHost(r.frontendHost, r.nodeHost), strconv.Itoa(ports.frontend)),
 		namespace:    r.namespace,
 		database:     database,
+		pg:           r.pg,
 		logger:       r.logger,
 		stopping:     stopping,
 	}
@@ -301,6 +310,15 @@ func (s *Server) stopServers() error {
 	}
 	if err := s.temporal.Stop(); err != nil {
 		return fmt.Errorf("stopping Temporal server: %w", err)
+	}
+	if s.pg != nil {
+		// Leave no rows of this node's now-closed ports for the next
+		// node to start to seed its ringpop with (forgetDeadMembers).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := s.pg.forgetDeadMembers(ctx); err != nil {
+			s.logger.Warn("could not clear this node's cluster membership", "error", err)
+		}
 	}
 	return nil
 }
