@@ -140,7 +140,8 @@ func TestGateHoldsTwoScopesOverSlowRoundTrips(t *testing.T) {
 // than the tolerance (60–80 ms each way, τ 50 ms) widen the client's
 // tolerance to twice the round trip, and calls of two scopes are held
 // meanwhile; once the round trips recover (0–2 ms each way) the tolerance
-// narrows back to the configured 50 ms (Client.narrow) and the calls are
+// narrows again (Client.narrow: back to the configured 50 ms on a quiet
+// machine, twice the slowest recent round trip if that is more) and the calls are
 // still held, within the same few asks. Without the narrowing the
 // tolerance stays widened for the process's life.
 func TestGateHoldsTwoScopesAsTheToleranceNarrows(t *testing.T) {
@@ -155,8 +156,12 @@ func TestGateHoldsTwoScopesAsTheToleranceNarrows(t *testing.T) {
 	}
 	f.setDelays([2]time.Duration{0, 2 * ms}, [2]time.Duration{0, 2 * ms})
 	fast := holdLoneCalls(t, g, f, 10)
-	if got := lc.Stats().Tolerance; got != 50*ms {
-		t.Errorf("round trips recovered: tolerance %v, want it narrowed back to the configured 50ms (widened to %v)", got, widened)
+	// Narrowed to twice the slowest recent round trip, or to the
+	// configured 50 ms when that covers it (on a loaded machine a
+	// "recovered" round trip can still take 20–30 ms): at most half the
+	// widening here, which stays whole without Client.narrow.
+	if got := lc.Stats().Tolerance; got > widened/2 || got < 50*ms {
+		t.Errorf("round trips recovered: tolerance %v, want it narrowed to at most half its widening %v, not below the configured 50ms", got, widened)
 	}
 	t.Logf("widened to %v; asks per call while slow: fred/key %.1f, fred/ip %.1f; recovered: %.1f, %.1f; client: %+v",
 		widened, slow["fred/key"], slow["fred/ip"], fast["fred/key"], fast["fred/ip"], lc.Stats())
