@@ -268,7 +268,10 @@ func (g *Gate) Wait(ctx context.Context, call permit.Call) (permit.Permit, error
 // earlier than the latest of their grants, no later than the earliest of
 // their ends (on the limiters' clock, less the round trips that turn it
 // into this process's) — or for nothing (AcquireOptions.NotAfter). So a
-// set, once held, overlaps by construction. A scope with no slot in the
+// set, once held, overlaps by construction. The first scope is asked its
+// lead ahead (Gate.lead: the set's round trips), so that the later
+// limiters, deciding after its answer came back and their asks went out,
+// still find its grant's instant ahead of them. A scope with no slot in the
 // window hands nothing out and names its first slot; the permits held are
 // given back (released by id: the slots go to other callers) and the
 // order starts again from that slot. Such a miss means another call took
