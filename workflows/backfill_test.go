@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicehq/sluice/activities"
@@ -85,6 +86,11 @@ func newBackfillHarness(t *testing.T, lake *sink.Local) *backfillHarness {
 func (h *backfillHarness) newEnv() {
 	h.env = h.ts.NewTestWorkflowEnvironment()
 	h.env.SetTestTimeout(10 * time.Minute)
+	// The race detector on a loaded two-core machine can stretch the
+	// parent's fan-out task past the SDK's 1 s deadlock detector ("workflow
+	// goroutine root didn't yield for over 1s"), failing a test about
+	// chunks, not about task latency.
+	h.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	h.env.RegisterWorkflowWithOptions(workflows.Backfill, workflow.RegisterOptions{Name: workflows.BackfillName})
 	h.env.RegisterWorkflowWithOptions(backfillDriver, workflow.RegisterOptions{Name: "BackfillDriver"})
 	h.env.RegisterWorkflowWithOptions(workflows.BackfillDataset, workflow.RegisterOptions{Name: workflows.BackfillDatasetName})
