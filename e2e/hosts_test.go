@@ -366,20 +366,22 @@ const hostsRateScale = 5
 
 // TestAcrossHosts runs Sluice with its three workers on hosts of their
 // own (a network namespace each, internal/netns: an address of its own,
-// reaching the Temporal frontend, the simulator and versitygw only at the
-// root namespace's bridge address) and no shared filesystem (a data
+// reaching the Temporal front, the simulator and versitygw only at the
+// root namespace's bridge address), on a Temporal cluster of two server
+// nodes on PostgreSQL behind one front (serverNodes) and no shared filesystem (a data
 // directory each, the lake on versitygw, KIS tokens in the token keeper),
 // the registry's schedules and watches synced. It runs a backfill and the
-// daily batch of every other dataset and, mid-run, kills a server node
-// (once there are two: serverNodes.killOne), SIGKILLs one worker and cuts
+// daily batch of every other dataset and, mid-run, SIGKILLs a server node
+// (serverNodes.killOne), SIGKILLs one worker and cuts
 // another's network for 30 s. Then: the simulator counted 0 violations;
 // both finish with every dataset and chunk ok or without data; every
 // backfill chunk's object verifies and every daily object is the
 // simulator's bytes; the lake holds those and nothing else, each once,
 // with no unfinished upload; the KIS token endpoint was asked once; every
 // schedule is there unpaused and every watch still runs; the backfill is
-// found by its search attributes. It logs the backfill's makespan over
-// the planner's bound and the longest history.
+// found by its search attributes on PostgreSQL visibility. It logs the
+// backfill's makespan over the planner's bound, the longest history and
+// the survivor's takeover time.
 //
 // Without root or the ip command it skips, saying so; on CI it fails.
 func TestAcrossHosts(t *testing.T) {
@@ -533,7 +535,7 @@ func TestAcrossHosts(t *testing.T) {
 	})
 
 	longest, longestID := c.longestHistory(ctx)
-	t.Logf("across hosts: %d violations; backfill %d chunks (%d objects, all verified) in %s, bound %s: makespan ÷ bound %.2f; daily %d datasets (%d ok, %d no data, %d failed); %d KIS token requests; %d schedules, %d watches running; longest history %d events (%s); backfill reported %d, parent runs %d; server takeover after the node kill %s (0: single node)",
+	t.Logf("across hosts: %d violations; backfill %d chunks (%d objects, all verified) in %s, bound %s: makespan ÷ bound %.2f; daily %d datasets (%d ok, %d no data, %d failed); %d KIS token requests; %d schedules, %d watches running; longest history %d events (%s); backfill reported %d, parent runs %d; server takeover after the node kill %s",
 		violations, bres.Counts.Total, chunks, makespan.Round(100*time.Millisecond), bound.Totals.Makespan.Round(100*time.Millisecond),
 		float64(makespan)/float64(bound.Totals.Makespan), len(res.Results), res.Succeeded, res.NoData, res.Failed, tokenRequests,
 		len(entries), len(watches), longest, longestID, bres.MaxHistory, bres.Runs, takeover.Round(time.Millisecond))
