@@ -298,6 +298,14 @@ func (b *Base) do(ctx context.Context, x Exchange, hop int) (*Response, *Exchang
 			b.observeCall(ctx, permit.Observation{Call: x.Call, Err: ctx.Err()})
 			return nil, nil, fmt.Errorf("sending %s request %s: %w", b.provider.ID, red, context.Cause(ctx))
 		}
+		if lost := guard.lostErr(); lost != nil {
+			// Written, but still unacknowledged well past its permit: the
+			// connection was reset. The limiter counted the call.
+			e := b.Fail(x.Call, 0, lost)
+			b.observeCall(ctx, permit.Observation{Call: x.Call, Err: e})
+			b.logCall(ctx, x, red, 0, e, time.Since(start))
+			return nil, nil, e
+		}
 		if guard.err != nil {
 			// The permit expired while connecting and Wait refused a new
 			// one: nothing was sent.
@@ -512,6 +520,15 @@ const maxRegates = 8
 // transport is about to send again (after writing it once) gets a new
 // permit too. When Wait refuses, the request's context is cancelled and
 // its connection closed, so that nothing is written.
+//
+// Once written, a request must also reach the provider within its permit:
+// if, arrivalCheck past the permit's deadline, it is unanswered and the
+// kernel still holds bytes of it that the provider has not acknowledged
+// (a cut link keeps them in TCP retransmission), the connection is reset
+// (SO_LINGER 0, which drops them) and the request fails as Transient. It
+// may have arrived, so the limiter keeps counting it as sent (it was
+// reported written); what it can no longer do is arrive late, together
+// with the calls the link held back with it.
 type sendGuard struct {
 	b      *Base
 	ctx    context.Context
@@ -524,13 +541,81 @@ type sendGuard struct {
 	mu      sync.Mutex
 	leaving permit.SendTracker   // the tracker of the permit the request left on
 	left    []permit.SendTracker // every tracker whose request left, for done
+
+	amu      sync.Mutex  // guards the arrival check's fields below
+	conn     net.Conn    // the connection the request leaves on
+	deadline time.Time   // its permit's deadline (the zero time: none)
+	arrival  *time.Timer // checks the written request's arrival
+	answered bool        // a first response byte came
+	finished bool        // the round trip ended
+	lost     *Error      // the connection was reset by the arrival check
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
-		GotConn:      g.gotConn,
-		WroteHeaders: g.wroteHeaders,
+		GotConn:              g.gotConn,
+		WroteHeaders:         g.wroteHeaders,
+		WroteRequest:         g.wroteRequest,
+		GotFirstResponseByte: g.gotFirstResponseByte,
 	}
+}
+
+// wroteRequest arms the arrival check of a request written on a TCP
+// connection under a permit with a deadline.
+func (g *sendGuard) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err != nil {
+		return
+	}
+	g.amu.Lock()
+	defer g.amu.Unlock()
+	tc := tcpConnOf(g.conn)
+	if tc == nil || g.deadline.IsZero() || g.answered || g.finished {
+		return
+	}
+	if g.arrival != nil {
+		g.arrival.Stop()
+	}
+	deadline := g.deadline
+	g.arrival = time.AfterFunc(max(deadline.Sub(g.b.now())+arrivalCheck(tc), 0), func() { g.checkArrival(tc, deadline) })
+}
+
+// checkArrival resets the connection of a request still unanswered with
+// bytes the provider has not acknowledged, past its permit's deadline.
+func (g *sendGuard) checkArrival(tc *net.TCPConn, deadline time.Time) {
+	g.amu.Lock()
+	defer g.amu.Unlock()
+	if g.answered || g.finished {
+		return
+	}
+	n, ok := unacked(tc)
+	if !ok || n == 0 {
+		return // it arrived (or the kernel cannot tell): wait for the answer
+	}
+	g.lost = &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
+		Message: fmt.Sprintf("%d bytes of the request were still unacknowledged by the provider %s after its permit's deadline; "+
+			"the connection was reset so that they cannot arrive late (the call counts as sent)", n, g.b.now().Sub(deadline).Round(time.Millisecond))}
+	// Linger 0 before the transport sees the cancellation and closes the
+	// connection itself: any close then drops the unsent bytes.
+	_ = tc.SetLinger(0)
+	g.cancel(g.lost)
+	abortConn(tc)
+}
+
+// gotFirstResponseByte ends the arrival check: the provider answered.
+func (g *sendGuard) gotFirstResponseByte() {
+	g.amu.Lock()
+	defer g.amu.Unlock()
+	g.answered = true
+	if g.arrival != nil {
+		g.arrival.Stop()
+	}
+}
+
+// lostErr is the arrival check's error, if it reset the connection.
+func (g *sendGuard) lostErr() *Error {
+	g.amu.Lock()
+	defer g.amu.Unlock()
+	return g.lost
 }
 
 func (g *sendGuard) wroteHeaders() {
@@ -560,8 +645,15 @@ func (g *sendGuard) leave() bool {
 	return true
 }
 
-// done tells every tracker whose request left that its round trip ended.
+// done tells every tracker whose request left that its round trip ended,
+// and ends the arrival check.
 func (g *sendGuard) done() {
+	g.amu.Lock()
+	g.finished = true
+	if g.arrival != nil {
+		g.arrival.Stop()
+	}
+	g.amu.Unlock()
 	g.mu.Lock()
 	left := g.left
 	g.left, g.leaving = nil, nil
@@ -594,6 +686,9 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 		g.permit = p
 		g.wrote.Store(false)
 	}
+	g.amu.Lock()
+	g.conn, g.deadline = info.Conn, g.permit.Deadline
+	g.amu.Unlock()
 }
 
 // late reports whether the permit's deadline has passed.

@@ -47,9 +47,9 @@
 //   - TestAcrossHosts: three workers on hosts of their own (a network
 //     namespace each, internal/netns; a data directory each, the lake on
 //     versitygw, KIS tokens in the keeper) run a backfill and a daily
-//     batch while a worker is SIGKILLed, another's network is cut for
-//     30 s and (once `sluice server` forms a two-node cluster) a server
-//     node is killed: zero violations, every chunk and object verified
+//     batch on a two-node Temporal cluster on PostgreSQL while a server
+//     node and a worker are SIGKILLed and another worker's network is
+//     cut for 30 s: zero violations, every chunk and object verified
 //     and stored once, one KIS token, schedules and watches still
 //     running, the backfill found by its search attributes. It skips
 //     without root (fails on CI), and builds only with the hosts tag

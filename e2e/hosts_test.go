@@ -9,21 +9,30 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/server/api/adminservice/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/internal/netns"
+	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/planner"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/schedules"
@@ -33,34 +42,35 @@ import (
 
 // serverNode is one `sluice server` process of a test's own.
 type serverNode struct {
-	name     string
-	cmd      *exec.Cmd
-	frontend string // host:port it printed
-	log      string // its standard error
-	done     chan struct{}
+	name      string
+	cmd       *exec.Cmd
+	frontend  string // host:port it printed
+	nodePorts int    // the first of its internal services' ports
+	log       string // its standard error
+	done      chan struct{}
 }
 
 // startServerNode runs `sluice server` with args (a --data-dir of its own
 // is added) and env, and waits for the frontend address it prints once
-// its namespace answers. The node is stopped when t ends.
-func startServerNode(t *testing.T, name string, args, env []string) *serverNode {
-	t.Helper()
+// its namespace answers. The node is stopped when t ends. Safe to call
+// from several goroutines.
+func startServerNode(t *testing.T, name string, args, env []string) (*serverNode, error) {
 	dir := t.TempDir()
 	n := &serverNode{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(n.log)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	n.cmd = exec.Command(sluiceBin, append([]string{"server", "--data-dir", filepath.Join(dir, "data"), "--ui-addr", "off"}, args...)...)
 	n.cmd.Env = append(cleanEnv(), env...)
 	n.cmd.Stderr = logFile
 	stdout, err := n.cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := n.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	addr := make(chan string, 1)
 	go func() {
@@ -86,59 +96,251 @@ func startServerNode(t *testing.T, name string, args, env []string) *serverNode 
 	})
 	select {
 	case n.frontend = <-addr:
-		return n
+		return n, nil
 	case <-n.done:
 	case <-time.After(4 * time.Minute):
 	}
 	b, _ := os.ReadFile(n.log)
-	t.Fatalf("%s did not come up:\n%s", name, b)
-	return nil
+	return nil, fmt.Errorf("%s did not come up:\n%s", name, b)
 }
 
-// serverNodes are the Temporal servers of a test across hosts. Today one
-// `sluice server` on SQLite; once `sluice server --temporal-db` joins
-// nodes on one PostgreSQL database into a cluster (issue 19 §1/§2, branch
-// pgserver), two: start both here on a pgtest database, the workers dial
-// the last, and killOne SIGKILLs the first.
+// serverNodes are the Temporal servers of a test across hosts: two
+// `sluice server` nodes on one PostgreSQL database of the test's own
+// (internal/pgtest), one cluster, and the front the workers and the test
+// dial.
 type serverNodes struct {
-	nodes []*serverNode
+	nodes  []*serverNode
+	front  *frontProxy
+	bridge string
 }
 
-// startServerNodes starts the test's Temporal server, its frontend on
-// host (the hosts' bridge address: workers in other namespaces cannot
-// reach loopback). Off loopback `sluice server` wants mutual TLS; the
-// test network is private to this machine, so --allow-insecure-remote.
+// startServerNodes starts two cluster nodes at once on a new PostgreSQL
+// database, their frontends and internal services on host (the hosts'
+// bridge address: workers in other namespaces cannot reach loopback),
+// and a front proxy on host before them. Off loopback `sluice server`
+// wants mutual TLS and refuses plaintext internal services; the test
+// network is private to this machine, so --allow-insecure-remote.
 func startServerNodes(t *testing.T, host string) *serverNodes {
 	t.Helper()
-	n := startServerNode(t, "server-1", []string{"--frontend-addr", net.JoinHostPort(host, "0"), "--allow-insecure-remote"}, nil)
-	return &serverNodes{nodes: []*serverNode{n}}
+	dbURL := pgtest.Database(t)
+	s := &serverNodes{bridge: host, nodes: make([]*serverNode, 2)}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	began := time.Now()
+	// Ports of each node's own, so that the history service owning a
+	// workflow (DescribeMutableState's address) names its node.
+	first := freePortBlock(t, host, 8, 20000+(os.Getpid()*64)%10000)
+	blocks := []int{first, freePortBlock(t, host, 8, first+8)}
+	for i := range s.nodes {
+		ports := blocks[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.nodes[i], errs[i] = startServerNode(t, fmt.Sprintf("server-%d", i+1), []string{
+				"--frontend-addr", net.JoinHostPort(host, "0"), "--node-addr", host, "--node-ports", strconv.Itoa(ports),
+				"--allow-insecure-remote"}, []string{"SLUICE_TEMPORAL_DB=" + dbURL})
+			if s.nodes[i] != nil {
+				s.nodes[i].nodePorts = ports
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("starting two server nodes on one PostgreSQL database: %v", err)
+	}
+	s.front = startFrontProxy(t, host, s.nodes[0].frontend, s.nodes[1].frontend)
+	t.Logf("two server nodes on PostgreSQL up in %s: %s, %s; the workers and the test dial the front %s",
+		time.Since(began).Round(time.Millisecond), s.nodes[0].frontend, s.nodes[1].frontend, s.front.addr())
+	return s
 }
 
-// workerAddr is the frontend the workers dial: the node that survives
-// killOne.
-func (s *serverNodes) workerAddr() string { return s.nodes[len(s.nodes)-1].frontend }
-
-// killOne SIGKILLs a server node that the workers do not dial, mid-run,
-// as a crashed host would, and returns how long the survivors took to
-// take over: until answered (which should hit every shard that matters,
-// such as a query of each open run) holds. With a single node there is
-// none to kill: it only says so and returns 0.
-func (s *serverNodes) killOne(t *testing.T, answered func() bool) time.Duration {
+// freePortBlock finds n consecutive ports free on host from from up to
+// 32767 (a cluster node's membership ports must fit a smallint).
+func freePortBlock(t *testing.T, host string, n, from int) int {
 	t.Helper()
-	if len(s.nodes) < 2 {
-		t.Log("single node: no server node to kill (the two-node PostgreSQL cluster is issue 19 §1/§2)")
-		return 0
+	for base := from; base+n <= 32767; base += n {
+		var held []net.Listener
+		ok := true
+		for p := base; p < base+n && ok; p++ {
+			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			l.Close()
+		}
+		if ok {
+			return base
+		}
 	}
-	n := s.nodes[0]
-	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("killing %s: %v", n.name, err)
+	t.Fatalf("no %d consecutive free ports on %s below 32768", n, host)
+	return 0
+}
+
+// workerAddr is the frontend the workers and the test dial: the front.
+func (s *serverNodes) workerAddr() string { return s.front.addr() }
+
+// killOne SIGKILLs the first server node mid-run, as a crashed host
+// would, and returns how long the survivor took to take over. Before the
+// kill it finds the namespace's open workflows whose history shard the
+// node owns (DescribeMutableState); the takeover is done when each of
+// them is described again through the front. It fails the test when the
+// node owned none of them: the kill would then prove nothing.
+func (s *serverNodes) killOne(t *testing.T, c *cluster) time.Duration {
+	t.Helper()
+	victim, survivor := s.nodes[0], s.nodes[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	conn, err := grpc.NewClient(survivor.frontend, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	<-n.done
+	defer conn.Close()
+	admin := adminservice.NewAdminServiceClient(conn)
+	resp, err := c.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: c.ns, PageSize: 1000,
+		Query: "ExecutionStatus = 'Running'"})
+	if err != nil {
+		t.Fatalf("listing the open workflows: %v", err)
+	}
+	victimHistory := net.JoinHostPort(s.bridge, strconv.Itoa(victim.nodePorts+1))
+	owners := map[string]int{}
+	var onVictim []*commonpb.WorkflowExecution
+	for _, e := range resp.GetExecutions() {
+		ms, err := admin.DescribeMutableState(ctx, &adminservice.DescribeMutableStateRequest{Namespace: c.ns, Execution: e.GetExecution()})
+		if err != nil {
+			t.Fatalf("describing %s's mutable state: %v", e.GetExecution().GetWorkflowId(), err)
+		}
+		owners[ms.GetHistoryAddr()]++
+		if ms.GetHistoryAddr() == victimHistory {
+			onVictim = append(onVictim, e.GetExecution())
+		}
+	}
+	if len(onVictim) == 0 {
+		t.Fatalf("none of the %d open workflows lives on %s's history service %s (by history service: %v): killing it would prove nothing",
+			len(resp.GetExecutions()), victim.name, victimHistory, owners)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("killing %s: %v", victim.name, err)
+	}
+	<-victim.done
 	killed := time.Now()
-	waitFor(t, 5*time.Minute, "the surviving server nodes to answer after "+n.name+"'s kill", answered)
+	left := onVictim
+	waitFor(t, 5*time.Minute, fmt.Sprintf("the %d workflows of %s's shards to answer after its kill", len(onVictim), victim.name), func() bool {
+		for len(left) > 0 {
+			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := c.tc.DescribeWorkflowExecution(dctx, left[0].GetWorkflowId(), left[0].GetRunId())
+			dcancel()
+			if err != nil {
+				return false
+			}
+			left = left[1:]
+		}
+		return true
+	})
 	took := time.Since(killed)
-	t.Logf("SIGKILLed server node %s (%s); the survivors answered after %s", n.name, n.frontend, took.Round(time.Millisecond))
+	t.Logf("SIGKILLed server node %s (%s); open workflows by history service before: %v; the %d on %s answered through the survivor after %s",
+		victim.name, victim.frontend, owners, len(onVictim), victimHistory, took.Round(time.Millisecond))
 	return took
+}
+
+// frontProxy is the one Temporal address the workers and the test know:
+// a TCP proxy on the bridge spreading connections over the server nodes'
+// frontends in turn and passing over a node that refuses, as a load
+// balancer before a cluster does. A connection ends when either side
+// closes, so a client of a killed node reconnects, and lands on a
+// survivor.
+type frontProxy struct {
+	ln       net.Listener
+	backends []string
+
+	mu    sync.Mutex
+	next  int
+	conns map[net.Conn]bool
+}
+
+// startFrontProxy listens on host and serves until t ends.
+func startFrontProxy(t *testing.T, host string, backends ...string) *frontProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &frontProxy{ln: ln, backends: backends, conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *frontProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *frontProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.pipe(c)
+	}
+}
+
+// pipe joins c to the next backend that accepts a connection.
+func (p *frontProxy) pipe(c net.Conn) {
+	p.mu.Lock()
+	first := p.next
+	p.next++
+	p.mu.Unlock()
+	var up net.Conn
+	for i := range p.backends {
+		var err error
+		if up, err = net.DialTimeout("tcp", p.backends[(first+i)%len(p.backends)], 5*time.Second); err == nil {
+			break
+		}
+	}
+	if up == nil || !p.track(c, up) {
+		c.Close()
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	p.untrack(c, up)
+}
+
+// track records a joined pair; false once the proxy is closed.
+func (p *frontProxy) track(a, b net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		b.Close()
+		return false
+	}
+	p.conns[a], p.conns[b] = true, true
+	return true
+}
+
+// untrack closes a pair and forgets it.
+func (p *frontProxy) untrack(a, b net.Conn) {
+	a.Close()
+	b.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, a)
+	delete(p.conns, b)
+}
+
+// close stops accepting and closes every joined connection.
+func (p *frontProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }
 
 // hostsBackfill is the backfill of TestAcrossHosts: every FRED and UPBIT
@@ -164,20 +366,22 @@ const hostsRateScale = 5
 
 // TestAcrossHosts runs Sluice with its three workers on hosts of their
 // own (a network namespace each, internal/netns: an address of its own,
-// reaching the Temporal frontend, the simulator and versitygw only at the
-// root namespace's bridge address) and no shared filesystem (a data
+// reaching the Temporal front, the simulator and versitygw only at the
+// root namespace's bridge address), on a Temporal cluster of two server
+// nodes on PostgreSQL behind one front (serverNodes) and no shared filesystem (a data
 // directory each, the lake on versitygw, KIS tokens in the token keeper),
 // the registry's schedules and watches synced. It runs a backfill and the
-// daily batch of every other dataset and, mid-run, kills a server node
-// (once there are two: serverNodes.killOne), SIGKILLs one worker and cuts
+// daily batch of every other dataset and, mid-run, SIGKILLs a server node
+// (serverNodes.killOne), SIGKILLs one worker and cuts
 // another's network for 30 s. Then: the simulator counted 0 violations;
 // both finish with every dataset and chunk ok or without data; every
 // backfill chunk's object verifies and every daily object is the
 // simulator's bytes; the lake holds those and nothing else, each once,
 // with no unfinished upload; the KIS token endpoint was asked once; every
 // schedule is there unpaused and every watch still runs; the backfill is
-// found by its search attributes. It logs the backfill's makespan over
-// the planner's bound and the longest history.
+// found by its search attributes on PostgreSQL visibility. It logs the
+// backfill's makespan over the planner's bound, the longest history and
+// the survivor's takeover time.
 //
 // Without root or the ip command it skips, saying so; on CI it fails.
 func TestAcrossHosts(t *testing.T) {
@@ -248,9 +452,7 @@ func TestAcrossHosts(t *testing.T) {
 	if bp.State == workflows.BackfillDone || dp.Done >= dp.Total {
 		t.Fatalf("finished before the faults (backfill %+v, daily %+v): nothing to show", bp.Counts, dp)
 	}
-	takeover := nodes.killOne(t, func() bool {
-		return b.progress(ctx).Counts.Total > 0 && c.progress(run).Total > 0
-	})
+	takeover := nodes.killOne(t, c)
 	c.kill(c.workers[0])
 	cut := hosts[1]
 	if err := cut.Cut(); err != nil {
@@ -333,7 +535,7 @@ func TestAcrossHosts(t *testing.T) {
 	})
 
 	longest, longestID := c.longestHistory(ctx)
-	t.Logf("across hosts: %d violations; backfill %d chunks (%d objects, all verified) in %s, bound %s: makespan ÷ bound %.2f; daily %d datasets (%d ok, %d no data, %d failed); %d KIS token requests; %d schedules, %d watches running; longest history %d events (%s); backfill reported %d, parent runs %d; server takeover after the node kill %s (0: single node)",
+	t.Logf("across hosts: %d violations; backfill %d chunks (%d objects, all verified) in %s, bound %s: makespan ÷ bound %.2f; daily %d datasets (%d ok, %d no data, %d failed); %d KIS token requests; %d schedules, %d watches running; longest history %d events (%s); backfill reported %d, parent runs %d; server takeover after the node kill %s",
 		violations, bres.Counts.Total, chunks, makespan.Round(100*time.Millisecond), bound.Totals.Makespan.Round(100*time.Millisecond),
 		float64(makespan)/float64(bound.Totals.Makespan), len(res.Results), res.Succeeded, res.NoData, res.Failed, tokenRequests,
 		len(entries), len(watches), longest, longestID, bres.MaxHistory, bres.Runs, takeover.Round(time.Millisecond))

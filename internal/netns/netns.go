@@ -28,10 +28,13 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // prefix starts the name of everything this package creates, followed by
@@ -192,6 +195,41 @@ func (n *Net) AddHost() *Host {
 // signal reaches it).
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", h.Name, name}, args...)...)
+}
+
+// Listen listens on addr (network "tcp" or "udp"…, as net.Listen) inside
+// the host's namespace, so that this process can serve there: the
+// listening socket belongs to the namespace it was made in, whichever
+// thread later accepts on it. It is made on a thread of its own that
+// enters the namespace and is never returned to the Go scheduler.
+func (h *Host) Listen(network, addr string) (net.Listener, error) {
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// Never unlocked: the thread, now in the host's namespace, exits
+		// with this goroutine.
+		runtime.LockOSThread()
+		f, err := os.Open("/run/netns/" + h.Name)
+		if err != nil {
+			ch <- result{err: fmt.Errorf("opening host %s's namespace: %w", h.Name, err)}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("entering host %s's namespace: %w", h.Name, err)}
+			return
+		}
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			err = fmt.Errorf("listening on %s in host %s: %w", addr, h.Name, err)
+		}
+		ch <- result{ln, err}
+	}()
+	r := <-ch
+	return r.ln, r.err
 }
 
 // Cut takes the host's link down: nothing it sends or is sent arrives

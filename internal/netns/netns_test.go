@@ -154,3 +154,37 @@ func TestNewRemovesStale(t *testing.T) {
 		t.Errorf("namespace %s-9 of a live process was removed", live)
 	}
 }
+
+// TestListenServesInsideTheHost: a listener Host.Listen makes on the
+// host's address is reached from the root namespace over the bridge, and
+// one on the host's loopback is not reached at the root's loopback: the
+// sockets live in the host's namespace.
+func TestListenServesInsideTheHost(t *testing.T) {
+	n := New(t)
+	h := n.AddHost()
+	onHost, err := h.Listen("tcp", netip.AddrPortFrom(h.Addr, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onHost.Close()
+	go accept(onHost)
+	c, err := net.DialTimeout("tcp", onHost.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dialling the host's listener %s from the root namespace: %v", onHost.Addr(), err)
+	}
+	c.Close()
+
+	hostLoop, err := h.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostLoop.Close()
+	go accept(hostLoop)
+	if err := dial(h, hostLoop.Addr().String()); err != nil {
+		t.Errorf("dialling %s inside the host: %v", hostLoop.Addr(), err)
+	}
+	if c, err := net.DialTimeout("tcp", hostLoop.Addr().String(), 5*time.Second); err == nil {
+		c.Close()
+		t.Errorf("the host's loopback listener %s answered at the root namespace's loopback", hostLoop.Addr())
+	}
+}

@@ -1,0 +1,46 @@
+package connector
+
+import (
+	"net"
+	"time"
+)
+
+// arrivalSlack is how long after a permit's deadline (plus twice the
+// connection's smoothed round trip) a written request's bytes may still be
+// waiting for the provider's acknowledgement before the connection is
+// reset. Linux delays an ACK by at most 200 ms (TCP_DELACK_MAX), so a
+// request that reached the provider has been acknowledged, or answered,
+// by then; one that has not is held in TCP retransmission (a cut link)
+// and would otherwise reach the provider whenever the link returns,
+// together with its neighbours, outside every window the limiter kept.
+const arrivalSlack = 250 * time.Millisecond
+
+// tcpConnOf is the TCP connection under c (through TLS), or nil.
+func tcpConnOf(c net.Conn) *net.TCPConn {
+	for range 4 {
+		switch v := c.(type) {
+		case *net.TCPConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// arrivalCheck is when, past its permit's deadline, the request written
+// on c is checked for bytes the provider has not acknowledged.
+func arrivalCheck(c *net.TCPConn) time.Duration {
+	rtt, _ := smoothedRTT(c)
+	return arrivalSlack + 2*rtt
+}
+
+// abortConn resets c: SO_LINGER 0 makes the close send RST and drop every
+// byte the kernel still held to send or retransmit, so none of it can
+// reach the peer later.
+func abortConn(c *net.TCPConn) {
+	_ = c.SetLinger(0)
+	_ = c.Close()
+}
