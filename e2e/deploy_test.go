@@ -174,12 +174,13 @@ func singleton(typ string) bool {
 // three builds (the keeper's state crossed every continue-as-new); the
 // daily batch ended on deploy-v2.
 func TestDeploy(t *testing.T) {
+	// Not parallel(t): the longest test takes no slot and starts at once.
 	t.Parallel()
 	prev := buildPrevious(t)
 	// UPBIT bodies (about 80 KB a backfill chunk) stream at 8 KB/s and
-	// data.go.kr's (about 30 KB) at 2 KB/s: the backfill and the daily
-	// batch outlast the cut-overs, and ingests are in flight at every
-	// stop.
+	// data.go.kr's (about 30 KB) at 2 KB/s until the second cut-over is
+	// done: the backfill and the daily batch outlast the cut-overs, and
+	// ingests are in flight at every stop.
 	//
 	// KIS tokens are kept by the token keepers (sealed with a codec key),
 	// so a keeper is among the singletons that move.
@@ -219,7 +220,15 @@ func TestDeploy(t *testing.T) {
 	}
 	began := time.Now()
 	t.Logf("sluice deploy promote:\n%s", c.sluiceCmd("deploy", "promote", "--build-id", "deploy-v1"))
-	bp, dp := b.progress(ctx), c.progress(daily)
+	// progress answers zero when its query fails (a query timed out on a
+	// loaded machine once, and read as "finished"): ask until both answer.
+	var bp workflows.BackfillProgress
+	var dp workflows.Progress
+	answered := func() bool {
+		bp, dp = b.progress(ctx), c.progress(daily)
+		return bp.Counts.Total > 0 && dp.Total > 0
+	}
+	waitFor(t, time.Minute, "the progress queries after the promote", answered)
 	if bp.State == workflows.BackfillDone || dp.Done >= dp.Total {
 		t.Fatalf("finished before the first cut-over (backfill %+v, daily %+v): nothing to show", bp.Counts, dp)
 	}
@@ -252,7 +261,7 @@ func TestDeploy(t *testing.T) {
 			}
 		}
 	}
-	bp, dp = b.progress(ctx), c.progress(daily)
+	waitFor(t, time.Minute, "the progress queries before the second promote", answered)
 	if cur := c.currentBuild(ctx); cur != "deploy-v1" {
 		t.Fatalf("current version %q after the deploy-v2 workers started, want deploy-v1: --promote if-none took over", cur)
 	}
@@ -270,13 +279,25 @@ func TestDeploy(t *testing.T) {
 			t.Fatalf("%s (%s) still pinned to deploy-v1 after the promote", r.WorkflowID, r.Type)
 		}
 	}
-	bp2 := b.progress(ctx)
+	var bp2 workflows.BackfillProgress
+	waitFor(t, time.Minute, "the backfill's progress query after the second promote", func() bool {
+		bp2 = b.progress(ctx)
+		return bp2.Counts.Total > 0
+	})
 	if bp2.State == workflows.BackfillDone {
 		t.Fatalf("the backfill finished during the second cut-over (%+v): nothing to show", bp2.Counts)
 	}
 	for _, w := range v1 {
 		c.stop(w)
 	}
+	// Both cut-overs are done, each with ingests in flight: the slowed
+	// bodies have served their purpose, and the rest of the backfill and
+	// the daily batch runs at the simulator's full speed (at 8 KB/s the
+	// UPBIT chunks left kept the test going for minutes).
+	if err := c.sim.SetFaults(nil); err != nil {
+		t.Fatalf("clearing the simulator's faults: %v", err)
+	}
+	cleared := time.Now()
 	t.Logf("deploy-v1 → deploy-v2: %d runs pinned to deploy-v1 at the promote (backfill %d/%d, daily %d/%d), none %s later; deploy-v1 workers stopped at backfill %d/%d",
 		len(pinnedV1), bp.Counts.Done, bp.Counts.Total, dp.Done, dp.Total, cutover.Round(time.Millisecond), bp2.Counts.Done, bp2.Counts.Total)
 	t.Logf("sluice deploy status:\n%s", c.sluiceCmd("deploy", "status"))
@@ -321,6 +342,7 @@ func TestDeploy(t *testing.T) {
 	if err := b.run.Get(ctx, &bres); err != nil {
 		t.Fatalf("backfill: %v", err)
 	}
+	t.Logf("the backfill and the daily batch finished %s after the second cut-over", time.Since(cleared).Round(time.Millisecond))
 	desc, err := c.tc.DescribeWorkflowExecution(ctx, daily.GetID(), daily.GetRunID())
 	if err != nil {
 		t.Fatal(err)
