@@ -79,16 +79,18 @@ test: pg-check
 # module downloads), then vet, the start of the longest chain.
 test-ready: chromium modules vet tools e2e-build
 
+# test-run is make test's second half: test-ready built $(E2E_BINARY).
 test-run:
-	$(GO) test $(TEST_FLAGS) -vet=off $(TEST_FIRST) ./...
+	SLUICE_E2E_BINARY=$(E2E_BINARY) $(GO) test $(TEST_FLAGS) -vet=off $(TEST_FIRST) ./...
 
-## e2e-build: compile cmd/sluice without the race detector, as e2e's
-## packages build their worker and server binary: done before go test,
-## beside vet, their go build at test time finds every package in the
-## build cache and only links (that compile was inside e2e's time: 696 s
-## on a fresh clone, 328 s warm).
+## e2e-build: build the sluice binary e2e's tests run as workers and
+## server (without the race detector, as users run it) before go test,
+## beside vet; go test passes it as SLUICE_E2E_BINARY. Built inside the
+## tests, its compile and link were in e2e's time (696 s on a fresh clone,
+## 328 s warm; the link alone took 2m51s under a load of 20).
+E2E_BINARY := $(BIN)/sluice-e2e
 e2e-build:
-	$(GO) build -o /dev/null ./cmd/sluice
+	$(GO) build -o $(E2E_BINARY) ./cmd/sluice
 
 ## test-hosts: e2e's TestAcrossHosts (build tag hosts): three workers on
 ## hosts of their own (network namespaces, internal/netns), a worker

@@ -3,15 +3,16 @@
 // simulator, by real `sluice worker` processes writing to a local lake or
 // to S3 (versitygw).
 //
-// The first test builds the sluice binary, without the race detector, and
-// starts the embedded Temporal server from it (`sluice server`, one for the
-// whole package): worker processes are the binary users run, and a server
-// inside the race-built test process answers too slowly for the limiter's
-// default send tolerance. Each test runs its own simulator (in the test
-// process, so it reads the simulator's statistics directly), its own lake
-// and its own `sluice worker` processes, in a namespace of its own: the
-// limiter and events workflows are singletons per namespace, so tests
-// sharing one would share their limiters. The tests:
+// The first test builds the sluice binary, without the race detector (or
+// takes the one $SLUICE_E2E_BINARY names, as make test builds it
+// beforehand), and starts the embedded Temporal server from it (`sluice
+// server`, one for the whole package): worker processes are the binary
+// users run, and a server inside the race-built test process answers too
+// slowly for the limiter's default send tolerance. Each test runs its own
+// simulator (in the test process, so it reads the simulator's statistics
+// directly), its own lake and its own `sluice worker` processes, in a
+// namespace of its own: the limiter and events workflows are singletons
+// per namespace, so tests sharing one would share their limiters. The tests:
 //
 //   - TestFullRegistry: the whole registry for one date, one worker, zero
 //     violations, every object present and byte-identical to what the
@@ -56,15 +57,14 @@
 //     (`make test-hosts`: its four minutes are not in make test's budget).
 //
 // Every test asserts the simulator saw zero violations. The tests run side
-// by side, three at a time (longTests; -parallel sets another count), and
-// TestDeploy beside them from the start: most wait on Temporal's timers
+// by side, three at a time (longTests; -parallel sets another count),
+// TestDeploy among them from the start: most wait on Temporal's timers
 // (the ingest activity's 20-second heartbeat timeout,
 // workflows.IngestActivityOptions; the retry policy's backoff; a
 // backed-off limiter) or on slowed simulator bodies rather than on the
-// CPU. TestDeploy is the longest, five to six minutes before its slowed
-// bodies were cleared after the second cut-over (and the previous
-// release's build when it is not cached yet); the package's time is
-// about the longer of TestDeploy and a third of the others' sum.
+// CPU. TestDeploy was the longest, five to six minutes, before its slowed
+// bodies were cleared after the second cut-over (since, the backfill and
+// the daily batch end seconds after it).
 //
 // BenchmarkBackfillDefaultRegistry (issue 8 §7, run by `make bench`, never
 // by `make test`) runs the default registry's 2016-01-01..2026-08-31

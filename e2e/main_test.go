@@ -42,11 +42,13 @@ var (
 	reg          *registry.Registry
 )
 
-// longTests is how many tests run side by side besides TestDeploy unless
-// -parallel says otherwise: most spend their time waiting on Temporal's
-// timers (a heartbeat timeout, retry backoff, a backed-off limiter) and on
-// slowed simulator bodies, not on the CPU, so even on two cores they run
-// together.
+// longTests is how many tests run side by side, TestDeploy among them,
+// unless -parallel says otherwise: most spend their time waiting on
+// Temporal's timers (a heartbeat timeout, retry backoff, a backed-off
+// limiter) and on slowed simulator bodies, not on the CPU, so even on two
+// cores they run together. With TestDeploy and three others at once, under
+// a load of 20, TestWorkerKilled's kill missed its write and a probe of
+// TestWatchOutage was throttled.
 const longTests = 3
 
 // slots bounds the tests that run at once (parallel). It replaces go
@@ -58,7 +60,8 @@ var slots chan struct{}
 
 // parallel marks t parallel and holds one of the slots until t and its
 // cleanups are done. Every test but TestDeploy calls it; TestDeploy calls
-// t.Parallel alone and so starts at once, beside the others.
+// t.Parallel alone and so starts at once, beside the others, in a slot
+// kept for it (slots holds one less than longTests).
 func parallel(t *testing.T) {
 	t.Helper()
 	t.Parallel()
@@ -79,7 +82,7 @@ func TestMain(m *testing.M) {
 			}
 		}
 	})
-	slots = make(chan struct{}, n)
+	slots = make(chan struct{}, max(n-1, 1)) // TestDeploy takes no slot
 	// go test's own limit must not hold any test back: slots does.
 	_ = flag.Set("test.parallel", "1000")
 	code := m.Run()
@@ -110,11 +113,28 @@ func env(t testing.TB) {
 	}
 }
 
-// buildBinary makes the work directory and builds sluice into it, once;
-// tests that need only the binary call it instead of env.
+// binEnv names a sluice binary built beforehand for the tests to use
+// instead of building their own: make test builds it (e2e-build) beside
+// vet, so that its compile and link, minutes on a loaded machine, are not
+// in the package's time. It must be built from this tree without the race
+// detector.
+const binEnv = "SLUICE_E2E_BINARY"
+
+// buildBinary makes the work directory and builds sluice into it (or
+// takes $SLUICE_E2E_BINARY), once; tests that need only the binary call
+// it instead of env.
 func buildBinary() error {
 	buildOnce.Do(func() {
 		if workDir, buildErr = os.MkdirTemp("", "sluice-e2e-"); buildErr != nil {
+			return
+		}
+		if p := os.Getenv(binEnv); p != "" {
+			fi, err := os.Stat(p)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+				buildErr = fmt.Errorf("%s=%s: not an executable file (%v)", binEnv, p, err)
+				return
+			}
+			sluiceBin = p
 			return
 		}
 		sluiceBin, buildErr = buildSluice(workDir)
