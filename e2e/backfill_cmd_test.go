@@ -22,7 +22,7 @@ import (
 // and printing the command that adds them; once they are added, the same
 // command starts the backfill.
 func TestBackfillStartNeedsSearchAttributes(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	env(t)
 	c := &cluster{t: t, ns: fmt.Sprintf("e2e-%d-backfill-attrs", clusterSeq.Add(1)), addr: temporalAddr}
 	c.registerNamespace()

@@ -135,7 +135,7 @@ func (b *backfillRun) checkDone(res workflows.BackfillProgress) {
 // no more; the result counts every chunk; every chunk's object is in the
 // lake and verifies.
 func TestBackfillParentContinuesAsNew(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	srv := ownServer(t, t.TempDir(), "127.0.0.1:0", map[string]any{"limit.historyCount.suggestContinueAsNew": 25})
 	t.Cleanup(func() { _ = srv.Stop() })
 	c := newCluster(t, clusterOptions{workers: 2, temporal: srv.FrontendHostPort()})
@@ -196,7 +196,7 @@ func TestBackfillParentContinuesAsNew(t *testing.T) {
 // planned ones plus at most the retries of the ingests in flight at the
 // stop (a window of four a dataset, two pages each at most).
 func TestBackfillServerRestart(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	dir := t.TempDir()
 	srv := ownServer(t, dir, "127.0.0.1:0", nil)
 	addr := srv.FrontendHostPort()

@@ -25,7 +25,7 @@ import (
 // the kill; nothing was called while paused (after the in-flight ingests
 // finished); every chunk's object is in the lake and verifies.
 func TestBackfillKilledAndPaused(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	// UPBIT bodies stream slowly, so ingests are in flight at the kill.
 	slow := []simulator.Fault{{Provider: "upbit", SlowBody: 20000}}
 	c := newCluster(t, clusterOptions{workers: 2, faults: slow})

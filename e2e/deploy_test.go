@@ -174,7 +174,6 @@ func singleton(typ string) bool {
 // three builds (the keeper's state crossed every continue-as-new); the
 // daily batch ended on deploy-v2.
 func TestDeploy(t *testing.T) {
-	// Not parallel(t): the longest test takes no slot and starts at once.
 	t.Parallel()
 	prev := buildPrevious(t)
 	// UPBIT bodies (about 80 KB a backfill chunk) stream at 8 KB/s and

@@ -56,15 +56,14 @@
 //     without root (fails on CI), and builds only with the hosts tag
 //     (`make test-hosts`: its four minutes are not in make test's budget).
 //
-// Every test asserts the simulator saw zero violations. The tests run side
-// by side, three at a time (longTests; -parallel sets another count),
-// TestDeploy among them from the start: most wait on Temporal's timers
-// (the ingest activity's 20-second heartbeat timeout,
-// workflows.IngestActivityOptions; the retry policy's backoff; a
-// backed-off limiter) or on slowed simulator bodies rather than on the
-// CPU. TestDeploy was the longest, five to six minutes, before its slowed
-// bodies were cleared after the second cut-over (since, the backfill and
-// the daily batch end seconds after it).
+// Every test asserts the simulator saw zero violations. The worker-kill,
+// provider-down and half-rate tests wait on Temporal's timers (the ingest
+// activity's 20-second heartbeat timeout, workflows.IngestActivityOptions;
+// the retry policy's backoff; a backed-off limiter) and run side by side;
+// the package took about two and a half minutes before TestDeploy, which
+// alone took five to six (the slowed UPBIT chunks of its backfill, now
+// cleared once its second cut-over is done; and the previous release's
+// build when it is not cached yet).
 //
 // BenchmarkBackfillDefaultRegistry (issue 8 §7, run by `make bench`, never
 // by `make test`) runs the default registry's 2016-01-01..2026-08-31

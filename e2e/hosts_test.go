@@ -181,7 +181,7 @@ const hostsRateScale = 5
 //
 // Without root or the ip command it skips, saying so; on CI it fails.
 func TestAcrossHosts(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	hostNet := netns.New(t)
 	env(t) // builds sluice
 	hosts := []*netns.Host{hostNet.AddHost(), hostNet.AddHost(), hostNet.AddHost()}

@@ -20,7 +20,6 @@ import (
 // one worker process: every dataset ok or no data, zero violations, every
 // object present and equal to the simulator's bytes.
 func TestFullRegistry(t *testing.T) {
-	parallel(t)
 	c := newCluster(t, clusterOptions{workers: 1})
 	date := logicalDate()
 	plan := planned()
@@ -43,7 +42,6 @@ func TestFullRegistry(t *testing.T) {
 // although three processes call each scope; every worker took part, and
 // the calls the workers counted add up to the calls the simulator saw.
 func TestThreeWorkers(t *testing.T) {
-	parallel(t)
 	c := newCluster(t, clusterOptions{workers: 3, s3: true, metrics: true})
 	date := logicalDate()
 	plan := planned()
@@ -81,7 +79,7 @@ func TestThreeWorkers(t *testing.T) {
 // lake holds one object per key and nothing else but the killed process's
 // orphaned temporary files, which no reader sees.
 func TestWorkerKilled(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	// data.go.kr bodies are 35 to 60 KB: at 3 KB/s each write stays open
 	// for 10 to 20 s. fsc-stock-market-index's is 450 KB: at 3 KB/s its
 	// write (and its retry when the kill hit it) kept the batch running
@@ -173,7 +171,7 @@ func TestWorkerKilled(t *testing.T) {
 // everything: FRED's datasets fail, after the retry policy's attempts,
 // with a reason naming the outage; every other dataset succeeds.
 func TestProviderDown(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	c := newCluster(t, clusterOptions{workers: 1, faults: []simulator.Fault{{Provider: "fred", Down: true}}})
 	date := logicalDate()
 	plan := planned()
@@ -218,7 +216,7 @@ const halfRateDatasets = 30
 // penalties, the ops events record each backoff), no call exceeds the
 // declared limits, and every dataset completes.
 func TestHalfRate(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	c := newCluster(t, clusterOptions{workers: 1, faults: []simulator.Fault{{Provider: "kis", RejectAtFraction: 0.5}}})
 	date := logicalDate()
 	plan := planned("kis")[:halfRateDatasets]

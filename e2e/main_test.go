@@ -42,49 +42,20 @@ var (
 	reg          *registry.Registry
 )
 
-// longTests is how many tests run side by side, TestDeploy among them,
-// unless -parallel says otherwise: most spend their time waiting on
-// Temporal's timers (a heartbeat timeout, retry backoff, a backed-off
-// limiter) and on slowed simulator bodies, not on the CPU, so even on two
-// cores they run together. With TestDeploy and three others at once, under
-// a load of 20, TestWorkerKilled's kill missed its write and a probe of
-// TestWatchOutage was throttled.
+// longTests is how many tests run side by side unless -parallel says
+// otherwise: the worker-kill, provider-down and half-rate tests spend most
+// of their time waiting on Temporal's timers (a heartbeat timeout, retry
+// backoff, a backed-off limiter), not on the CPU, so even on two cores
+// they run together.
 const longTests = 3
-
-// slots bounds the tests that run at once (parallel). It replaces go
-// test's own -parallel limit, which starts the waiting tests in no set
-// order: TestDeploy, the longest test by minutes, was often started
-// last, after two rounds of the others, and the package took their time
-// plus its own.
-var slots chan struct{}
-
-// parallel marks t parallel and holds one of the slots until t and its
-// cleanups are done. Every test but TestDeploy calls it; TestDeploy calls
-// t.Parallel alone and so starts at once, beside the others, in a slot
-// kept for it (slots holds one less than longTests).
-func parallel(t *testing.T) {
-	t.Helper()
-	t.Parallel()
-	began := time.Now()
-	slots <- struct{}{}
-	t.Cleanup(func() { <-slots })
-	// go test's duration of t includes this wait.
-	t.Logf("waited %s for a slot", time.Since(began).Round(time.Millisecond))
-}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	n := longTests
-	flag.Visit(func(f *flag.Flag) {
-		if f.Name == "test.parallel" {
-			if v, err := strconv.Atoi(f.Value.String()); err == nil && v > 0 {
-				n = v
-			}
-		}
-	})
-	slots = make(chan struct{}, max(n-1, 1)) // TestDeploy takes no slot
-	// go test's own limit must not hold any test back: slots does.
-	_ = flag.Set("test.parallel", "1000")
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(longTests))
+	}
 	code := m.Run()
 	if serverProc != nil {
 		_ = serverProc.Process.Signal(syscall.SIGTERM)

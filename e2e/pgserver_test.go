@@ -120,7 +120,6 @@ func waitSignal(ctx workflow.Context) (string, error) {
 // The time from the kill to the last completion is logged. Neither node
 // prints the database password.
 func TestPostgresClusterSurvivesNodeKill(t *testing.T) {
-	parallel(t)
 	dbURL, password := pgtest.OwnedDatabase(t)
 	if err := buildBinary(); err != nil {
 		t.Fatalf("building sluice: %v", err)

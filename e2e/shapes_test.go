@@ -83,7 +83,7 @@ var shapeControls = []string{"fsc-stock-market-index", "upbit-krw-btc", "kis-fx-
 // expected (the workers' call metrics by outcome, UPBIT's backoff events),
 // no call went to a spent quota, and no limit was exceeded.
 func TestAnswerShapes(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	env(t)
 	began := time.Now()
 	var faults []simulator.Fault
@@ -233,7 +233,7 @@ func (c *cluster) scrapeOutcomes(w *workerProc) map[string]map[string]int64 {
 // so no call meets the spent quota. (Before, each of them called once more
 // and heard code 22 again: 2 calls against a spent quota.)
 func TestSpentQuotaClosesTheService(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	env(t)
 	f, err := simulator.ParseFault("provider=datago,shape=gateway-json,code=22,status=429,times=1")
 	if err != nil {

@@ -38,7 +38,7 @@ const simTokenPrefix = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzUxMiJ9"
 // store each machine asks for its own token: three requests, two refused,
 // and every KIS dataset of those workers waits a minute.
 func TestTokenSharedAcrossMachines(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	keyFile := writeKeyFile(t)
 	c := newCluster(t, clusterOptions{workers: 3, ownDirs: true,
 		workerArgs: []string{"--token-store", "keeper"}, workerEnv: []string{codec.EnvKeyFile + "=" + keyFile}})

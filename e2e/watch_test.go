@@ -99,7 +99,7 @@ func (c *cluster) temporalArgs() []string {
 // own throttling; every scope's probe calls stay within what the budget
 // gate reserved for the time the test ran; and the commands show it all.
 func TestWatchOutage(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	regDir := t.TempDir()
 	treg := writeWatchRegistry(t, regDir, watchDatasets)
 	c := newCluster(t, clusterOptions{workers: 1, registry: treg, registryDir: regDir, rateScale: watchScale})
