@@ -219,7 +219,15 @@ func TestDeploy(t *testing.T) {
 	}
 	began := time.Now()
 	t.Logf("sluice deploy promote:\n%s", c.sluiceCmd("deploy", "promote", "--build-id", "deploy-v1"))
-	bp, dp := b.progress(ctx), c.progress(daily)
+	// progress answers zero when its query fails (a query timed out on a
+	// loaded machine once, and read as "finished"): ask until both answer.
+	var bp workflows.BackfillProgress
+	var dp workflows.Progress
+	answered := func() bool {
+		bp, dp = b.progress(ctx), c.progress(daily)
+		return bp.Counts.Total > 0 && dp.Total > 0
+	}
+	waitFor(t, time.Minute, "the progress queries after the promote", answered)
 	if bp.State == workflows.BackfillDone || dp.Done >= dp.Total {
 		t.Fatalf("finished before the first cut-over (backfill %+v, daily %+v): nothing to show", bp.Counts, dp)
 	}
@@ -252,7 +260,7 @@ func TestDeploy(t *testing.T) {
 			}
 		}
 	}
-	bp, dp = b.progress(ctx), c.progress(daily)
+	waitFor(t, time.Minute, "the progress queries before the second promote", answered)
 	if cur := c.currentBuild(ctx); cur != "deploy-v1" {
 		t.Fatalf("current version %q after the deploy-v2 workers started, want deploy-v1: --promote if-none took over", cur)
 	}
@@ -270,13 +278,18 @@ func TestDeploy(t *testing.T) {
 			t.Fatalf("%s (%s) still pinned to deploy-v1 after the promote", r.WorkflowID, r.Type)
 		}
 	}
-	bp2 := b.progress(ctx)
+	var bp2 workflows.BackfillProgress
+	waitFor(t, time.Minute, "the backfill's progress query after the second promote", func() bool {
+		bp2 = b.progress(ctx)
+		return bp2.Counts.Total > 0
+	})
 	if bp2.State == workflows.BackfillDone {
 		t.Fatalf("the backfill finished during the second cut-over (%+v): nothing to show", bp2.Counts)
 	}
 	for _, w := range v1 {
 		c.stop(w)
 	}
+	cleared := time.Now()
 	t.Logf("deploy-v1 → deploy-v2: %d runs pinned to deploy-v1 at the promote (backfill %d/%d, daily %d/%d), none %s later; deploy-v1 workers stopped at backfill %d/%d",
 		len(pinnedV1), bp.Counts.Done, bp.Counts.Total, dp.Done, dp.Total, cutover.Round(time.Millisecond), bp2.Counts.Done, bp2.Counts.Total)
 	t.Logf("sluice deploy status:\n%s", c.sluiceCmd("deploy", "status"))
@@ -321,6 +334,7 @@ func TestDeploy(t *testing.T) {
 	if err := b.run.Get(ctx, &bres); err != nil {
 		t.Fatalf("backfill: %v", err)
 	}
+	t.Logf("the backfill and the daily batch finished %s after the second cut-over", time.Since(cleared).Round(time.Millisecond))
 	desc, err := c.tc.DescribeWorkflowExecution(ctx, daily.GetID(), daily.GetRunID())
 	if err != nil {
 		t.Fatal(err)

@@ -3,15 +3,16 @@
 // simulator, by real `sluice worker` processes writing to a local lake or
 // to S3 (versitygw).
 //
-// The first test builds the sluice binary, without the race detector, and
-// starts the embedded Temporal server from it (`sluice server`, one for the
-// whole package): worker processes are the binary users run, and a server
-// inside the race-built test process answers too slowly for the limiter's
-// default send tolerance. Each test runs its own simulator (in the test
-// process, so it reads the simulator's statistics directly), its own lake
-// and its own `sluice worker` processes, in a namespace of its own: the
-// limiter and events workflows are singletons per namespace, so tests
-// sharing one would share their limiters. The tests:
+// The first test builds the sluice binary, without the race detector (or
+// takes the one $SLUICE_E2E_BINARY names, as make test builds it
+// beforehand), and starts the embedded Temporal server from it (`sluice
+// server`, one for the whole package): worker processes are the binary
+// users run, and a server inside the race-built test process answers too
+// slowly for the limiter's default send tolerance. Each test runs its own
+// simulator (in the test process, so it reads the simulator's statistics
+// directly), its own lake and its own `sluice worker` processes, in a
+// namespace of its own: the limiter and events workflows are singletons
+// per namespace, so tests sharing one would share their limiters. The tests:
 //
 //   - TestFullRegistry: the whole registry for one date, one worker, zero
 //     violations, every object present and byte-identical to what the
@@ -60,8 +61,9 @@
 // activity's 20-second heartbeat timeout, workflows.IngestActivityOptions;
 // the retry policy's backoff; a backed-off limiter) and run side by side;
 // the package took about two and a half minutes before TestDeploy, which
-// alone takes five to six (the slowed UPBIT chunks of its backfill, and
-// the previous release's build when it is not cached yet).
+// alone took five to six (the slowed UPBIT chunks of its backfill, now
+// cleared once its second cut-over is done; and the previous release's
+// build when it is not cached yet).
 //
 // BenchmarkBackfillDefaultRegistry (issue 8 §7, run by `make bench`, never
 // by `make test`) runs the default registry's 2016-01-01..2026-08-31

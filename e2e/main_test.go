@@ -84,11 +84,28 @@ func env(t testing.TB) {
 	}
 }
 
-// buildBinary makes the work directory and builds sluice into it, once;
-// tests that need only the binary call it instead of env.
+// binEnv names a sluice binary built beforehand for the tests to use
+// instead of building their own: make test builds it (e2e-build) beside
+// vet, so that its compile and link, minutes on a loaded machine, are not
+// in the package's time. It must be built from this tree without the race
+// detector.
+const binEnv = "SLUICE_E2E_BINARY"
+
+// buildBinary makes the work directory and builds sluice into it (or
+// takes $SLUICE_E2E_BINARY), once; tests that need only the binary call
+// it instead of env.
 func buildBinary() error {
 	buildOnce.Do(func() {
 		if workDir, buildErr = os.MkdirTemp("", "sluice-e2e-"); buildErr != nil {
+			return
+		}
+		if p := os.Getenv(binEnv); p != "" {
+			fi, err := os.Stat(p)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+				buildErr = fmt.Errorf("%s=%s: not an executable file (%v)", binEnv, p, err)
+				return
+			}
+			sluiceBin = p
 			return
 		}
 		sluiceBin, buildErr = buildSluice(workDir)
