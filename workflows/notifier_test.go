@@ -231,3 +231,62 @@ func TestNotifierCarriesUndeliveredNotificationsAcrossContinueAsNew(t *testing.T
 		t.Fatalf("continued with %+v", in)
 	}
 }
+
+// stepSlow steps a dataset of provider, confirmed up, through hourly
+// probes answering in latencies[i] (0: the probe was held back by our own
+// limiter) from notifyT0, and returns the notified changes.
+func stepSlow(provider, ds string, latencies []time.Duration) []notify.Change {
+	cfg := watch.Config{Policy: watch.Policy{FailuresToConfirm: 3, SuccessesToConfirm: 2, SlowAfter: 15 * time.Second, StaleAfter: 3 * time.Hour}}
+	st := watch.NeverProbed(ds)
+	var out []notify.Change
+	for i, l := range latencies {
+		p := watch.Probe{At: notifyT0.Add(time.Duration(i) * time.Hour), Dataset: ds, Provider: provider, Outcome: watch.OK, Latency: l}
+		if l == 0 {
+			p.Outcome = watch.Throttled
+		}
+		r := watch.Step(cfg, st, p)
+		st = r.State
+		for _, c := range r.Changes {
+			if n, ok := notify.FromWatch(provider, c); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// TestNotifierDeliversADegradedDatasetAndItsRecovery: two datasets of
+// one provider answer slowly for three probes in a row (with our own
+// throttling in between, which is never news) and then in time again; the
+// loopback receiver gets one signed message "2 datasets degraded" and one
+// "2 datasets back up", nothing else.
+func TestNotifierDeliversADegradedDatasetAndItsRecovery(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	fast, slow := 300*time.Millisecond, 20*time.Second
+	var degraded, recovered []notify.Change
+	for _, ds := range []string{"kis.a", "kis.b"} {
+		cs := stepSlow("kis", ds, []time.Duration{fast, slow, 0, slow, 0, slow, slow, fast, fast, fast})
+		if len(cs) != 2 {
+			t.Fatalf("%s: notified changes %+v, want degraded then back up", ds, cs)
+		}
+		degraded, recovered = append(degraded, cs[0]), append(recovered, cs[1])
+	}
+	ne.signalAt(time.Second, degraded)
+	ne.signalAt(time.Hour, recovered)
+	ne.env.RegisterDelayedCallback(func() {
+		if st := ne.status(t); st.Delivered != 2 || st.Outbox != 0 {
+			t.Errorf("status: %+v", st)
+		}
+		ne.env.CancelWorkflow()
+	}, 3*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: time.Minute})
+	kept := rc.kept()
+	if len(kept) != 2 || kept[0].Title != "kis: 2 datasets degraded" || kept[1].Title != "kis: 2 datasets back up" {
+		t.Fatalf("receiver kept %+v, want the degraded datasets then their recovery", kept)
+	}
+	if c := kept[0].Changes[0]; c.Kind != notify.Degraded || c.From != "up" || c.To != "degraded" || rc.badSig != 0 {
+		t.Errorf("degraded change %+v, %d bad signatures", c, rc.badSig)
+	}
+}
