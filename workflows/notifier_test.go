@@ -290,3 +290,64 @@ func TestNotifierDeliversADegradedDatasetAndItsRecovery(t *testing.T) {
 		t.Errorf("degraded change %+v, %d bad signatures", c, rc.badSig)
 	}
 }
+
+// TestNotifierGroupsDownsConfirmedAtSpreadTimes: the watch spreads a
+// provider's first probes over the interval, so its 100 datasets are
+// confirmed down one by one over 50 minutes (one every 30 s); with a
+// 2-minute group window they make one message, not 100 nor 25, while
+// another provider's down in the middle makes its own. Before the
+// per-provider groups, the window after the first change cut them into
+// a message every 2 minutes (measured: 26 messages, 25 of them kis's).
+func TestNotifierGroupsDownsConfirmedAtSpreadTimes(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	for i := range 100 {
+		ne.signalAt(time.Duration(i)*30*time.Second+time.Second, downChanges("kis", i, 1))
+	}
+	ne.signalAt(20*time.Minute, downChanges("fred", 0, 1))
+	ne.signalAt(21*time.Minute, downChanges("kis", 7, 1)) // again
+	ne.env.RegisterDelayedCallback(func() {
+		if st := ne.status(t); st.Delivered != 2 || st.Outbox != 0 || st.Pending != 0 || st.Duplicates != 1 {
+			t.Errorf("status after the outage: %+v", st)
+		}
+		ne.env.CancelWorkflow()
+	}, 2*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: 2 * time.Minute})
+	kept := rc.kept()
+	var titles []string
+	for _, k := range kept {
+		titles = append(titles, k.Title)
+	}
+	if len(kept) != 2 || kept[0].Title != "fred: fred.d000 down" || kept[1].Title != "kis: 100 datasets down" || len(kept[1].Changes) != 100 {
+		t.Fatalf("receiver kept %d notifications %q, want fred's and one of kis's 100 downs", len(kept), titles)
+	}
+	if rc.attempts != 2 {
+		t.Errorf("%d deliveries, want 2", rc.attempts)
+	}
+}
+
+// TestNotifierHoldsAProviderAtMostGroupMax: changes that keep coming
+// are held no longer than GroupMax after the first: a provider's downs
+// every minute for 90 minutes with a 2-minute window and a 30-minute
+// bound are three messages of 30, each sent 30 minutes after its first.
+func TestNotifierHoldsAProviderAtMostGroupMax(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	start := ne.env.Now()
+	for i := range 90 {
+		ne.signalAt(time.Duration(i)*time.Minute+time.Second, downChanges("kis", i, 1))
+	}
+	ne.env.RegisterDelayedCallback(func() { ne.env.CancelWorkflow() }, 3*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: 2 * time.Minute, GroupMax: 30 * time.Minute})
+	kept := rc.kept()
+	if len(kept) != 3 || len(kept[0].Changes) != 30 || len(kept[1].Changes) != 30 || len(kept[2].Changes) != 30 {
+		t.Fatalf("receiver kept %d notifications, want 3 of 30", len(kept))
+	}
+	for i, at := range ne.attempts {
+		if want := time.Duration(i)*30*time.Minute + 30*time.Minute + time.Second; at.Sub(start) != want {
+			t.Errorf("delivery %d at %s of workflow time, want %s", i, at.Sub(start), want)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func recordNotifier(ctx context.Context, tc client.Client, reg *registry.Registr
 		return "", err
 	}
 	defer w.Stop()
-	nc := workflows.NewNotifierClient(tc, queue, cfg.GroupWindow)
+	nc := workflows.NewNotifierClient(tc, queue, cfg.GroupWindow, cfg.GroupMax)
 	at := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	change := func(provider, ds string, after time.Duration, from, to string) notify.Change {
 		c, ok := notify.FromWatch(provider, watch.Change{At: at.Add(after), Dataset: ds, Kind: watch.ChangeState, From: from, To: to,
