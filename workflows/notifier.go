@@ -133,7 +133,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 	}); err != nil {
 		return err
 	}
-	arrived := map[string]bool{} // providers with a change since the last look
+	var arrived []string // providers with a change since the last look
 	add := func(cs []notify.Change) {
 		for _, c := range cs {
 			if c.Key == "" || seen[c.Key] {
@@ -143,7 +143,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 			seen[c.Key] = true
 			seenOrder = append(seenOrder, c.Key)
 			pending = append(pending, c)
-			arrived[c.Provider] = true
+			arrived = append(arrived, c.Provider)
 		}
 		if n := len(seenOrder) - notifierSeen; n > 0 {
 			for _, k := range seenOrder[:n] {
@@ -240,7 +240,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 		return nil
 	}
 	if groups >= 1 {
-		if err := notifyByProvider(ctx, ch, window, hold, &pending, arrived, drain, send); err != nil {
+		if err := notifyByProvider(ctx, ch, window, hold, &pending, &arrived, drain, send); err != nil {
 			return err
 		}
 	}
@@ -290,40 +290,39 @@ const notifierGroupsVersion = "notifier-provider-groups"
 // on: each provider's changes are held until none of its changes has come
 // for window, or hold has passed since its first, then sent as one
 // notification; other providers' groups go on. drain adds the changes
-// signalled to *pending (and their providers to arrived); what is still
+// signalled to *pending (and their providers to *arrived); what is still
 // held in it when this returns — after notifierBatchesPerRun sends, or
 // when the server suggests continuing as new — is carried to the next
 // run.
 func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, hold time.Duration, pending *[]notify.Change,
-	arrived map[string]bool, drain func(), send func([]notify.Change) error) error {
+	arrived *[]string, drain func(), send func([]notify.Change) error) error {
 	type group struct{ first, last time.Time }
+	// groups by provider, and providers in order: no map is ranged over.
 	groups := map[string]*group{}
+	var providers []string
 	stamp := func() {
 		now := workflow.Now(ctx)
 		for _, c := range *pending {
 			if groups[c.Provider] == nil {
-				arrived[c.Provider] = true
+				*arrived = append(*arrived, c.Provider)
 			}
 		}
-		for p := range arrived {
+		for _, p := range *arrived {
 			g := groups[p]
 			if g == nil {
 				g = &group{first: now}
 				groups[p] = g
+				providers = append(providers, p)
 			}
 			g.last = now
-			delete(arrived, p)
 		}
+		*arrived = (*arrived)[:0]
+		sort.Strings(providers)
 	}
 	drain()
 	stamp() // pending carried from the last run start their groups now
 	for sent := 0; sent < notifierBatchesPerRun && !deployment.Suggested(ctx); {
 		now := workflow.Now(ctx)
-		providers := make([]string, 0, len(groups))
-		for p := range groups {
-			providers = append(providers, p)
-		}
-		sort.Strings(providers)
 		due := map[string]bool{}
 		var next time.Time
 		for _, p := range providers {
@@ -348,9 +347,15 @@ func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, 
 				}
 			}
 			*pending = keep
-			for p := range due {
-				delete(groups, p)
+			var left []string
+			for _, p := range providers {
+				if due[p] {
+					delete(groups, p)
+				} else {
+					left = append(left, p)
+				}
 			}
+			providers = left
 			if err := send(out); err != nil {
 				return err
 			}
