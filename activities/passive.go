@@ -122,4 +122,7 @@ func (a *Activities) observe(ctx context.Context, o *passive, ds *registry.Datas
 	for _, c := range r.Changes {
 		a.log.Info("watch change", "dataset", c.Dataset, "kind", c.Kind, "from", c.From, "to", c.To, "summary", c.Summary)
 	}
+	// An ingest's answer can be the probe that confirms a change (the
+	// second answer of a recovery): it is told like a probe's.
+	a.notifyChanges(ctx, watchChanges(ds.Provider, r.Changes))
 }

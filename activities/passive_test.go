@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/notify"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/watch"
@@ -122,5 +123,46 @@ func TestFailingIngestIsObservedOnce(t *testing.T) {
 	st, _ = s.store.States(ctx, s.acts.clock(), id)
 	if st[0].Probes != 4 || st[0].ConfirmationsUsed != 2 {
 		t.Errorf("stepped %d observations, %d confirmations used; want 4 (probe, ingest, two confirmations) and 2", st[0].Probes, st[0].ConfirmationsUsed)
+	}
+}
+
+// TestIngestConfirmingARecoveryNotifiesIt: a dataset confirmed down whose
+// first answer again came from a probe and whose second came from a daily
+// run's ingest is confirmed up by the ingest's observation, and that
+// recovery is passed to the notifier like a probe's (it was recorded but
+// never told before).
+func TestIngestConfirmingARecoveryNotifiesIt(t *testing.T) {
+	s := newProbeStack(t)
+	s.withLake(t)
+	fn := &fakeNotifier{}
+	s.acts.cfg.Notifier = fn
+	ctx := context.Background()
+	const id = "ecos-722y001-0101000"
+	if _, err := s.acts.Probe(ctx, ProbeInput{Dataset: id}); err != nil { // up
+		t.Fatal(err)
+	}
+	if err := s.sim.SetFaults([]simulator.Fault{{Provider: "ecos", Down: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.acts.Probe(ctx, ProbeInput{Dataset: id, Confirmation: i > 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.sim.SetFaults(nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.acts.Probe(ctx, ProbeInput{Dataset: id}); err != nil || res.State != watch.Degraded {
+		t.Fatalf("first answer after the outage: %+v %v, want degraded (recovery not yet confirmed)", res, err)
+	}
+	if _, err := s.acts.Ingest(ctx, IngestInput{Dataset: id, From: "2026-11-20", LookBack: true}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.store.States(ctx, s.acts.clock(), id)
+	if err != nil || st[0].State != watch.Up {
+		t.Fatalf("after the ingest: %+v %v, want up", st, err)
+	}
+	if got := fn.kinds(); !equalKinds(got, []notify.Kind{notify.Down, notify.Up}) {
+		t.Fatalf("notified %v, want [down up]: the recovery the ingest confirmed was not told", got)
 	}
 }

@@ -39,14 +39,24 @@ type Sink struct {
 
 // Config is the notifications configuration.
 type Config struct {
-	// GroupWindow is how long the notifier collects changes before it
-	// sends them, one message per provider (0: DefaultGroupWindow).
+	// GroupWindow is how long the notifier waits after a provider's
+	// latest change for another before it sends them, one message per
+	// provider (0: DefaultGroupWindow).
 	GroupWindow time.Duration
-	Sinks       []Sink
+	// GroupMax bounds how long it holds a provider's changes while more
+	// keep coming (0: DefaultGroupMax).
+	GroupMax time.Duration
+	Sinks    []Sink
 }
 
-// DefaultGroupWindow is how long changes are collected into one batch.
+// DefaultGroupWindow is how long the notifier waits for a provider's next
+// change.
 const DefaultGroupWindow = 2 * time.Minute
+
+// DefaultGroupMax is the longest a provider's changes are held: an hour,
+// the usual probe interval, over which its datasets' first probes are
+// spread, so that their downs are confirmed over as long.
+const DefaultGroupMax = time.Hour
 
 // Sink returns the sink named name, or nil.
 func (c *Config) Sink(name string) *Sink {
@@ -86,8 +96,9 @@ const (
 )
 
 type fileConfig struct {
-	GroupSeconds int        `yaml:"group_seconds"`
-	Sinks        []fileSink `yaml:"sinks"`
+	GroupSeconds    int        `yaml:"group_seconds"`
+	GroupMaxSeconds int        `yaml:"group_max_seconds"`
+	Sinks           []fileSink `yaml:"sinks"`
 }
 
 type fileSink struct {
@@ -129,6 +140,12 @@ func Parse(name string, data []byte, lookup Lookup) (*Config, error) {
 	}
 	if fc.GroupSeconds > 0 {
 		cfg.GroupWindow = time.Duration(fc.GroupSeconds) * time.Second
+	}
+	if fc.GroupMaxSeconds < 0 || fc.GroupMaxSeconds > 86400 {
+		return nil, fmt.Errorf("%s: group_max_seconds: %d out of range (0 to 86400)", name, fc.GroupMaxSeconds)
+	}
+	if fc.GroupMaxSeconds > 0 {
+		cfg.GroupMax = time.Duration(fc.GroupMaxSeconds) * time.Second
 	}
 	for i, fs := range fc.Sinks {
 		field := fmt.Sprintf("sinks[%d]", i)

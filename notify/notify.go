@@ -1,7 +1,7 @@
 // Package notify turns the watch's confirmed Changes into notifications
 // for people (docs/notifications.md): which changes are worth telling
-// (a dataset down, back up, late, caught up, its answer's shape changed, a
-// daily quota exhausted — never our own throttling nor a provider's
+// (a dataset down, back up, degraded, late, caught up, its answer's shape
+// changed, a daily quota exhausted — never our own throttling nor a provider's
 // rate-limit answer), how they are grouped (one message per provider and
 // batch: a provider whose 100 datasets go down together is one message),
 // which maintenance windows silence them, and how a notification is
@@ -32,8 +32,12 @@ type Kind string
 const (
 	// Down: a dataset's confirmed state became down.
 	Down Kind = "down"
-	// Up: a dataset confirmed down answers again (a recovery).
+	// Up: a dataset confirmed down answers again, or one confirmed
+	// degraded answers in time again (a recovery).
 	Up Kind = "up"
+	// Degraded: a dataset confirmed up answers slowly, confirmed by
+	// consecutive slow answers (watch.ChangeDegraded).
+	Degraded Kind = "degraded"
 	// Late: a dataset's newest period is older than its cycle allows.
 	Late Kind = "late"
 	// CaughtUp: a late dataset's data is due again.
@@ -47,7 +51,7 @@ const (
 )
 
 // kindOrder is the order kinds are counted in a title.
-var kindOrder = []Kind{Down, Up, Late, CaughtUp, Shape, QuotaExhausted}
+var kindOrder = []Kind{Down, Degraded, Up, Late, CaughtUp, Shape, QuotaExhausted}
 
 // Change is one change worth a notification.
 type Change struct {
@@ -72,6 +76,7 @@ func key(parts ...string) string {
 // FromWatch returns the notified change for a watch Change of a dataset
 // of provider, and false for one nobody is told about: a revision, and a
 // dataset's first confirmed state (unknown → up is no recovery). A
+// confirmed slowness (watch.ChangeDegraded) is Degraded, and its end Up. A
 // throttled or rate-limited probe never makes a watch Change, so it is
 // never notified.
 func FromWatch(provider string, c watch.Change) (Change, bool) {
@@ -83,6 +88,15 @@ func FromWatch(provider string, c watch.Change) (Change, bool) {
 		case c.To == string(watch.Down):
 			n.Kind = Down
 		case c.To == string(watch.Up) && c.From == string(watch.Down):
+			n.Kind = Up
+		default:
+			return Change{}, false
+		}
+	case watch.ChangeDegraded:
+		switch {
+		case c.To == string(watch.Degraded):
+			n.Kind = Degraded
+		case c.To == string(watch.Up) && c.From == string(watch.Degraded):
 			n.Kind = Up
 		default:
 			return Change{}, false
@@ -208,5 +222,5 @@ func title(provider string, cs []Change) string {
 }
 
 var words = map[Kind]string{
-	Down: "down", Up: "back up", Late: "late", CaughtUp: "caught up", Shape: "changed shape", QuotaExhausted: "quota exhausted",
+	Down: "down", Degraded: "degraded", Up: "back up", Late: "late", CaughtUp: "caught up", Shape: "changed shape", QuotaExhausted: "quota exhausted",
 }

@@ -254,8 +254,8 @@ func TestParseNamesFileFieldAndValue(t *testing.T) {
 		}
 		return "", fmt.Errorf("set %s or %s_FILE", name, name)
 	}
-	cfg, err := Parse("n.yaml", []byte("group_seconds: 30\nsinks:\n  - {name: ops, type: webhook, url_env: HOOK_URL, key_env: HOOK_KEY}\n"), lookup)
-	if err != nil || cfg.GroupWindow != 30*time.Second || cfg.Sink("ops").URL != env["HOOK_URL"] || string(cfg.Sink("ops").Key) != "k" {
+	cfg, err := Parse("n.yaml", []byte("group_seconds: 30\ngroup_max_seconds: 1800\nsinks:\n  - {name: ops, type: webhook, url_env: HOOK_URL, key_env: HOOK_KEY}\n"), lookup)
+	if err != nil || cfg.GroupWindow != 30*time.Second || cfg.GroupMax != 30*time.Minute || cfg.Sink("ops").URL != env["HOOK_URL"] || string(cfg.Sink("ops").Key) != "k" {
 		t.Fatalf("cfg %+v, err %v", cfg, err)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -264,6 +264,7 @@ func TestParseNamesFileFieldAndValue(t *testing.T) {
 		{"sinks:\n  - {name: ops, type: webhook, url_env: NOPE}\n", `n.yaml: sinks[0].url_env: NOPE`},
 		{"sinks:\n  - {name: ops, type: webhook, url_env: BAD_URL}\n", `n.yaml: sinks[0].url_env: the URL in BAD_URL is not`},
 		{"group_seconds: -1\n", `n.yaml: group_seconds: -1`},
+		{"group_max_seconds: 90000\n", `n.yaml: group_max_seconds: 90000 out of range`},
 		{"sinks:\n  - {name: s, type: slack, url_env: HOOK_URL, key_env: HOOK_KEY}\n", `n.yaml: sinks[0].key_env: "HOOK_KEY"`},
 	} {
 		_, err := Parse("n.yaml", []byte(tc.yaml), lookup)

@@ -637,7 +637,9 @@ func (c *Client) lateAnswer(b *batcher, rtt, tol, configured time.Duration, resp
 		c.mu.Lock()
 		b.tol = min(2*rtt, ledger.MaxTolerance)
 		c.mu.Unlock()
-		c.log.Warn("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
+		// Info, not a warning: the client adapts by itself, and the
+		// calls go on (the dev console shows warnings).
+		c.log.Info("limiter round trips exceed the tolerance; widening it", "scope", b.scope,
 			"rtt", rtt, "tolerance", configured, "widened_to", b.tol, "hint", "raise --limiter-tolerance")
 		b.late = 0
 	}

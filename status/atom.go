@@ -81,7 +81,7 @@ func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // changeTitle is an entry's title: the dataset's name and what changed.
 func changeTitle(name string, c watch.Change) string {
 	switch c.Kind {
-	case watch.ChangeState:
+	case watch.ChangeState, watch.ChangeDegraded:
 		return fmt.Sprintf("%s: %s → %s", name, c.From, c.To)
 	case watch.ChangeShape:
 		return name + ": the answer changed shape"

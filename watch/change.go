@@ -27,10 +27,14 @@ const (
 	// ChangeRevision: a re-fetched period's value differs (Period, From →
 	// To).
 	ChangeRevision ChangeKind = "revision"
+	// ChangeDegraded: a dataset confirmed up answers slowly, confirmed by
+	// consecutive slow answers (From "up", To "degraded"), or answers in
+	// time again, confirmed (From "degraded", To "up").
+	ChangeDegraded ChangeKind = "degraded"
 )
 
 // ChangeKinds lists the kinds in a stable order.
-var ChangeKinds = []ChangeKind{ChangeState, ChangeShape, ChangeLate, ChangeCaughtUp, ChangeRevision}
+var ChangeKinds = []ChangeKind{ChangeState, ChangeShape, ChangeLate, ChangeCaughtUp, ChangeRevision, ChangeDegraded}
 
 // Valid reports whether k is one of the kinds.
 func (k ChangeKind) Valid() bool {

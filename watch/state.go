@@ -217,6 +217,15 @@ type DatasetState struct {
 	Streak []ProbeRef `json:"streak,omitempty"`
 	// Slow is true when the last answer took longer than SlowAfter.
 	Slow bool `json:"slow,omitempty"`
+	// SlowStreak counts the consecutive slow answers while confirmed up;
+	// SlowConfirmed is set when FailuresToConfirm of them confirmed the
+	// dataset degraded (a ChangeDegraded), and FastStreak counts the
+	// answers in time since, SuccessesToConfirm of which confirm it up
+	// again. A failed probe breaks a streak; an operational one (our
+	// throttling, a rate limit) leaves them as they are.
+	SlowStreak    int  `json:"slow_streak,omitempty"`
+	SlowConfirmed bool `json:"slow_confirmed,omitempty"`
+	FastStreak    int  `json:"fast_streak,omitempty"`
 	// Resumed is when probing resumed after time the state was not
 	// known (our throttling, a rate limit, a gap): an up or down shown
 	// since then, not since ConfirmedSince.
@@ -468,6 +477,7 @@ func Step(cfg Config, prev DatasetState, p Probe) Result {
 			}
 			s.Reason = cleanText(s.Reason, MaxMessageBytes)
 		}
+		slowness(pol, &s, good, p, at, &res)
 		tl = s.Confirmed
 		if tl == Up && s.Slow && len(s.Streak) == 0 {
 			tl = Degraded
@@ -523,6 +533,50 @@ func Step(cfg Config, prev DatasetState, p Probe) Result {
 	}
 	res.State = s
 	return res
+}
+
+// slowness confirms a dataset degraded by slow answers, and up again by
+// answers in time: FailuresToConfirm consecutive answers slower than
+// SlowAfter while confirmed up make a ChangeDegraded up → degraded;
+// SuccessesToConfirm answers in time after it make one degraded → up. A
+// dataset no longer confirmed up (down, or a failure streak pending) is
+// not degraded by slowness: a down subsumes it.
+func slowness(pol Policy, s *DatasetState, good bool, p Probe, at time.Time, res *Result) {
+	if s.Confirmed != Up {
+		s.SlowStreak, s.SlowConfirmed, s.FastStreak = 0, false, 0
+		return
+	}
+	if !good || len(s.Streak) > 0 {
+		s.SlowStreak, s.FastStreak = 0, 0
+		return
+	}
+	threshold := pol.SlowAfter.String()
+	if s.Slow {
+		s.FastStreak = 0
+		s.SlowStreak++
+		if !s.SlowConfirmed && s.SlowStreak >= pol.FailuresToConfirm {
+			s.SlowConfirmed = true
+			res.Changes = append(res.Changes, Change{
+				At: at, Dataset: p.Dataset, Kind: ChangeDegraded, From: string(Up), To: string(Degraded),
+				Summary: fmt.Sprintf("%s up → degraded: %d consecutive answers slower than %s (last: %s)",
+					p.Dataset, s.SlowStreak, threshold, p.Latency.Round(time.Millisecond)),
+			})
+		}
+		return
+	}
+	s.SlowStreak = 0
+	if !s.SlowConfirmed {
+		return
+	}
+	s.FastStreak++
+	if s.FastStreak >= pol.SuccessesToConfirm {
+		res.Changes = append(res.Changes, Change{
+			At: at, Dataset: p.Dataset, Kind: ChangeDegraded, From: string(Degraded), To: string(Up),
+			Summary: fmt.Sprintf("%s degraded → up: %d consecutive answers within %s (last: %s)",
+				p.Dataset, s.FastStreak, threshold, p.Latency.Round(time.Millisecond)),
+		})
+		s.SlowConfirmed, s.FastStreak = false, 0
+	}
 }
 
 func stateSummary(dataset string, from, to State, ev []ProbeRef) string {

@@ -318,6 +318,49 @@ func TestSlowIsDegraded(t *testing.T) {
 	}
 }
 
+// TestSlownessConfirmedIsADegradedChange: three consecutive slow answers
+// (FailuresToConfirm) confirm the dataset degraded — one Change, not one
+// per slow answer — and two answers in time (SuccessesToConfirm) confirm
+// it up again. A failed probe breaks a slow streak; our own throttling
+// in between neither breaks nor extends it.
+func TestSlownessConfirmedIsADegradedChange(t *testing.T) {
+	slow := 20 * time.Second
+	run(t, hourly, []step{
+		{at: 0, outcome: OK, state: Up, changes: []string{"state:unknown→up"}},
+		{at: 1 * h, outcome: OK, latency: slow, state: Degraded},
+		{at: 2 * h, outcome: OK, latency: slow, state: Degraded},
+		{at: 3 * h, outcome: Network, state: Degraded, wantConfirm: true, wantAt: 3*h + 10*m},
+		{at: 3*h + 10*m, outcome: OK, latency: slow, confirm: true, state: Degraded},
+		{at: 4 * h, outcome: OK, latency: slow, state: Degraded},
+		{at: 5 * h, outcome: Throttled, state: Unknown, events: []string{KindProbeThrottled}},
+		{at: 6 * h, outcome: OK, latency: slow, state: Degraded, changes: []string{"degraded:up→degraded"}},
+		{at: 7 * h, outcome: OK, latency: slow, state: Degraded},
+		{at: 8 * h, outcome: OK, state: Up},
+		{at: 9 * h, outcome: OK, latency: slow, state: Degraded},
+		{at: 10 * h, outcome: OK, state: Up},
+		{at: 11 * h, outcome: OK, state: Up, changes: []string{"degraded:degraded→up"}},
+		{at: 12 * h, outcome: OK, state: Up},
+	})
+}
+
+// TestADownSubsumesSlowness: a dataset confirmed degraded that goes down
+// is one down; its recovery is one up, with no degraded → up after it.
+func TestADownSubsumesSlowness(t *testing.T) {
+	slow := 20 * time.Second
+	run(t, hourly, []step{
+		{at: 0, outcome: OK, latency: slow, state: Degraded, changes: []string{"state:unknown→up"}},
+		{at: 1 * h, outcome: OK, latency: slow, state: Degraded},
+		{at: 2 * h, outcome: OK, latency: slow, state: Degraded, changes: []string{"degraded:up→degraded"}},
+		{at: 3 * h, outcome: Network, state: Degraded, wantConfirm: true, wantAt: 3*h + 10*m},
+		{at: 3*h + 10*m, outcome: Network, confirm: true, state: Degraded, wantConfirm: true, wantAt: 3*h + 20*m},
+		{at: 3*h + 20*m, outcome: Network, confirm: true, state: Down, changes: []string{"state:up→down"}},
+		{at: 6 * h, outcome: OK, state: Degraded, wantConfirm: true, wantAt: 6*h + 10*m},
+		{at: 6*h + 10*m, outcome: OK, confirm: true, state: Up, changes: []string{"state:down→up"}},
+		{at: 8 * h, outcome: OK, state: Up},
+		{at: 9 * h, outcome: OK, state: Up},
+	})
+}
+
 func TestAuthFailedCountsAsFailure(t *testing.T) {
 	run(t, hourly, []step{
 		{at: 0, outcome: AuthFailed, status: 401, state: Degraded, wantConfirm: true, wantAt: 10 * m},

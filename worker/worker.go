@@ -245,7 +245,7 @@ func Start(opts Options) (*Worker, error) {
 		}
 	}()
 	if notifying && acfg.Notifier == nil {
-		acfg.Notifier = workflows.NewNotifierClient(opts.Client, opts.TaskQueue, opts.Notify.GroupWindow)
+		acfg.Notifier = workflows.NewNotifierClient(opts.Client, opts.TaskQueue, opts.Notify.GroupWindow, opts.Notify.GroupMax)
 	}
 	acts, err = activities.New(acfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -54,8 +55,13 @@ const (
 // continue-as-new.
 type NotifierInput struct {
 	// GroupWindow is how long changes are collected into one batch (0:
-	// notify.DefaultGroupWindow).
+	// notify.DefaultGroupWindow): since the first change, or (runs with
+	// "notifier-provider-groups") since a provider's latest change, its
+	// changes being sent once none came for GroupWindow.
 	GroupWindow time.Duration `json:"group_window,omitempty"`
+	// GroupMax bounds how long a provider's changes are held while more
+	// keep coming (0: notify.DefaultGroupMax; never below GroupWindow).
+	GroupMax time.Duration `json:"group_max,omitempty"`
 	// Pending are changes received and not yet grouped.
 	Pending []notify.Change `json:"pending,omitempty"`
 	// Outbox are deliveries not yet acknowledged.
@@ -98,9 +104,20 @@ type NotifierStatus struct {
 // new version waits, carrying its pending changes and undelivered
 // notifications (their activities cancelled and started again).
 func Notifier(ctx workflow.Context, in NotifierInput) error {
+	// Runs recorded before it batched every provider's changes once the
+	// window after the first had passed; now each provider has its own
+	// group, sent once it has been quiet for the window (or held for
+	// GroupMax): the datasets of a provider whose first probes are spread
+	// over the interval are confirmed down minutes apart, and stay one
+	// message.
+	groups := workflow.GetVersion(ctx, notifierGroupsVersion, workflow.DefaultVersion, 1)
 	window := in.GroupWindow
 	if window <= 0 {
 		window = notify.DefaultGroupWindow
+	}
+	hold := max(in.GroupMax, window)
+	if in.GroupMax <= 0 {
+		hold = max(notify.DefaultGroupMax, window)
 	}
 	ch := workflow.GetSignalChannel(ctx, NotifierSignal)
 	pending, outbox, seenOrder := in.Pending, in.Outbox, in.Seen
@@ -116,6 +133,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 	}); err != nil {
 		return err
 	}
+	var arrived []string // providers with a change since the last look
 	add := func(cs []notify.Change) {
 		for _, c := range cs {
 			if c.Key == "" || seen[c.Key] {
@@ -125,6 +143,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 			seen[c.Key] = true
 			seenOrder = append(seenOrder, c.Key)
 			pending = append(pending, c)
+			arrived = append(arrived, c.Provider)
 		}
 		if n := len(seenOrder) - notifierSeen; n > 0 {
 			for _, k := range seenOrder[:n] {
@@ -197,7 +216,35 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 		startWorker(d.Sink)
 	}
 
-	for batch := 0; batch < notifierBatchesPerRun && !deployment.Suggested(ctx); batch++ {
+	sinksCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: deliveryRetryMax},
+	})
+	// send groups changes into notifications and puts them in the outbox,
+	// one delivery per sink.
+	send := func(changes []notify.Change) error {
+		notes := notify.Group(changes)
+		var sinks []string
+		if err := workflow.ExecuteActivity(sinksCtx, a.NotifySinks).Get(ctx, &sinks); err != nil {
+			return fmt.Errorf("listing notification sinks: %w", err)
+		}
+		if len(sinks) == 0 {
+			workflow.GetLogger(ctx).Warn("no notification sink configured: notifications dropped", "notifications", len(notes))
+		}
+		for _, n := range notes {
+			for _, s := range sinks {
+				outbox = append(outbox, activities.NotifyDelivery{Sink: s, Notification: n})
+				startWorker(s)
+			}
+		}
+		return nil
+	}
+	if groups >= 1 {
+		if err := notifyByProvider(ctx, ch, window, hold, &pending, &arrived, drain, send); err != nil {
+			return err
+		}
+	}
+	for batch := 0; groups == workflow.DefaultVersion && batch < notifierBatchesPerRun && !deployment.Suggested(ctx); batch++ {
 		if err := workflow.Await(ctx, func() bool { return ch.Len() > 0 || len(pending) > 0 || deployment.Suggested(ctx) }); err != nil {
 			return err
 		}
@@ -211,25 +258,10 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 			return err
 		}
 		drain()
-		notes := notify.Group(pending)
-		var sinks []string
-		sinksCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute,
-			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: deliveryRetryMax},
-		})
-		if err := workflow.ExecuteActivity(sinksCtx, a.NotifySinks).Get(ctx, &sinks); err != nil {
-			return fmt.Errorf("listing notification sinks: %w", err)
-		}
+		batchChanges := pending
 		pending = nil
-		if len(sinks) == 0 {
-			workflow.GetLogger(ctx).Warn("no notification sink configured: notifications dropped", "notifications", len(notes))
-		}
-		for _, n := range notes {
-			for _, s := range sinks {
-				d := activities.NotifyDelivery{Sink: s, Notification: n}
-				outbox = append(outbox, d)
-				startWorker(s)
-			}
+		if err := send(batchChanges); err != nil {
+			return err
 		}
 	}
 
@@ -245,9 +277,103 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 	}
 	drain()
 	return deployment.ContinueAsNew(ctx, Notifier, NotifierInput{
-		GroupWindow: in.GroupWindow, Pending: pending, Outbox: outbox, Seen: seenOrder,
+		GroupWindow: in.GroupWindow, GroupMax: in.GroupMax, Pending: pending, Outbox: outbox, Seen: seenOrder,
 		Delivered: st.Delivered, Failed: st.Failed, Runs: st.Run,
 	})
+}
+
+// notifierGroupsVersion is the workflow.GetVersion change id of the
+// per-provider groups (version 1).
+const notifierGroupsVersion = "notifier-provider-groups"
+
+// notifyByProvider is the notifier's loop from "notifier-provider-groups"
+// on: each provider's changes are held until none of its changes has come
+// for window, or hold has passed since its first, then sent as one
+// notification; other providers' groups go on. drain adds the changes
+// signalled to *pending (and their providers to *arrived); what is still
+// held in it when this returns — after notifierBatchesPerRun sends, or
+// when the server suggests continuing as new — is carried to the next
+// run.
+func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, hold time.Duration, pending *[]notify.Change,
+	arrived *[]string, drain func(), send func([]notify.Change) error) error {
+	type group struct{ first, last time.Time }
+	// groups by provider, and providers in order: no map is ranged over.
+	groups := map[string]*group{}
+	var providers []string
+	stamp := func() {
+		now := workflow.Now(ctx)
+		for _, c := range *pending {
+			if groups[c.Provider] == nil {
+				*arrived = append(*arrived, c.Provider)
+			}
+		}
+		for _, p := range *arrived {
+			g := groups[p]
+			if g == nil {
+				g = &group{first: now}
+				groups[p] = g
+				providers = append(providers, p)
+			}
+			g.last = now
+		}
+		*arrived = (*arrived)[:0]
+		sort.Strings(providers)
+	}
+	drain()
+	stamp() // pending carried from the last run start their groups now
+	for sent := 0; sent < notifierBatchesPerRun && !deployment.Suggested(ctx); {
+		now := workflow.Now(ctx)
+		due := map[string]bool{}
+		var next time.Time
+		for _, p := range providers {
+			g := groups[p]
+			at := g.last.Add(window)
+			if end := g.first.Add(hold); end.Before(at) {
+				at = end
+			}
+			if !at.After(now) {
+				due[p] = true
+			} else if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+		if len(due) > 0 {
+			var out, keep []notify.Change
+			for _, c := range *pending {
+				if due[c.Provider] {
+					out = append(out, c)
+				} else {
+					keep = append(keep, c)
+				}
+			}
+			*pending = keep
+			var left []string
+			for _, p := range providers {
+				if due[p] {
+					delete(groups, p)
+				} else {
+					left = append(left, p)
+				}
+			}
+			providers = left
+			if err := send(out); err != nil {
+				return err
+			}
+			sent++
+			continue
+		}
+		woken := func() bool { return ch.Len() > 0 || deployment.Suggested(ctx) }
+		if next.IsZero() {
+			if err := workflow.Await(ctx, woken); err != nil {
+				return err
+			}
+		} else if _, err := workflow.AwaitWithTimeout(ctx, next.Sub(now), woken); err != nil {
+			return err
+		}
+		drain()
+		stamp()
+	}
+	return nil
 }
 
 // NotifierClient passes notified changes to the notifier workflow
@@ -256,12 +382,15 @@ type NotifierClient struct {
 	tc          client.Client
 	taskQueue   string
 	groupWindow time.Duration
+	groupMax    time.Duration
 }
 
 // NewNotifierClient returns a client signalling the notifier on
-// taskQueue; a notifier it starts groups changes for groupWindow.
-func NewNotifierClient(tc client.Client, taskQueue string, groupWindow time.Duration) *NotifierClient {
-	return &NotifierClient{tc: tc, taskQueue: taskQueue, groupWindow: groupWindow}
+// taskQueue; a notifier it starts sends a provider's changes once none
+// came for groupWindow, or groupMax after the first (0: the defaults,
+// notify.DefaultGroupWindow and notify.DefaultGroupMax).
+func NewNotifierClient(tc client.Client, taskQueue string, groupWindow, groupMax time.Duration) *NotifierClient {
+	return &NotifierClient{tc: tc, taskQueue: taskQueue, groupWindow: groupWindow, groupMax: groupMax}
 }
 
 // Notify signals changes to the notifier, starting it if needed.
@@ -273,7 +402,7 @@ func (c *NotifierClient) Notify(ctx context.Context, changes []notify.Change) er
 		ID:                       NotifierWorkflowID,
 		TaskQueue:                c.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, NotifierName, NotifierInput{GroupWindow: c.groupWindow})
+	}, NotifierName, NotifierInput{GroupWindow: c.groupWindow, GroupMax: c.groupMax})
 	if err != nil {
 		return fmt.Errorf("signalling the notifier: %w", err)
 	}

@@ -71,7 +71,7 @@ func TestNotifierSurvivesAReceiverOutageAndALostWorker(t *testing.T) {
 	rc, url := newHookReceiver(t, key, up.Load)
 	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url + "/hook?token=" + urlToken, Key: []byte(key)}}}
 	stop1 := notifierWorker(t, tc, cfg)
-	nc := workflows.NewNotifierClient(tc, "notifier-test", time.Second)
+	nc := workflows.NewNotifierClient(tc, "notifier-test", time.Second, 0)
 	changes := downChanges("kis", 0, 3)
 	if err := nc.Notify(ctx, changes); err != nil {
 		t.Fatal(err)

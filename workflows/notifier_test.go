@@ -231,3 +231,123 @@ func TestNotifierCarriesUndeliveredNotificationsAcrossContinueAsNew(t *testing.T
 		t.Fatalf("continued with %+v", in)
 	}
 }
+
+// stepSlow steps a dataset of provider, confirmed up, through hourly
+// probes answering in latencies[i] (0: the probe was held back by our own
+// limiter) from notifyT0, and returns the notified changes.
+func stepSlow(provider, ds string, latencies []time.Duration) []notify.Change {
+	cfg := watch.Config{Policy: watch.Policy{FailuresToConfirm: 3, SuccessesToConfirm: 2, SlowAfter: 15 * time.Second, StaleAfter: 3 * time.Hour}}
+	st := watch.NeverProbed(ds)
+	var out []notify.Change
+	for i, l := range latencies {
+		p := watch.Probe{At: notifyT0.Add(time.Duration(i) * time.Hour), Dataset: ds, Provider: provider, Outcome: watch.OK, Latency: l}
+		if l == 0 {
+			p.Outcome = watch.Throttled
+		}
+		r := watch.Step(cfg, st, p)
+		st = r.State
+		for _, c := range r.Changes {
+			if n, ok := notify.FromWatch(provider, c); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// TestNotifierDeliversADegradedDatasetAndItsRecovery: two datasets of
+// one provider answer slowly for three probes in a row (with our own
+// throttling in between, which is never news) and then in time again; the
+// loopback receiver gets one signed message "2 datasets degraded" and one
+// "2 datasets back up", nothing else.
+func TestNotifierDeliversADegradedDatasetAndItsRecovery(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	fast, slow := 300*time.Millisecond, 20*time.Second
+	var degraded, recovered []notify.Change
+	for _, ds := range []string{"kis.a", "kis.b"} {
+		cs := stepSlow("kis", ds, []time.Duration{fast, slow, 0, slow, 0, slow, slow, fast, fast, fast})
+		if len(cs) != 2 {
+			t.Fatalf("%s: notified changes %+v, want degraded then back up", ds, cs)
+		}
+		degraded, recovered = append(degraded, cs[0]), append(recovered, cs[1])
+	}
+	ne.signalAt(time.Second, degraded)
+	ne.signalAt(time.Hour, recovered)
+	ne.env.RegisterDelayedCallback(func() {
+		if st := ne.status(t); st.Delivered != 2 || st.Outbox != 0 {
+			t.Errorf("status: %+v", st)
+		}
+		ne.env.CancelWorkflow()
+	}, 3*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: time.Minute})
+	kept := rc.kept()
+	if len(kept) != 2 || kept[0].Title != "kis: 2 datasets degraded" || kept[1].Title != "kis: 2 datasets back up" {
+		t.Fatalf("receiver kept %+v, want the degraded datasets then their recovery", kept)
+	}
+	if c := kept[0].Changes[0]; c.Kind != notify.Degraded || c.From != "up" || c.To != "degraded" || rc.badSig != 0 {
+		t.Errorf("degraded change %+v, %d bad signatures", c, rc.badSig)
+	}
+}
+
+// TestNotifierGroupsDownsConfirmedAtSpreadTimes: the watch spreads a
+// provider's first probes over the interval, so its 100 datasets are
+// confirmed down one by one over 50 minutes (one every 30 s); with a
+// 2-minute group window they make one message, not 100 nor 25, while
+// another provider's down in the middle makes its own. Before the
+// per-provider groups, the window after the first change cut them into
+// a message every 2 minutes (measured: 26 messages, 25 of them kis's).
+func TestNotifierGroupsDownsConfirmedAtSpreadTimes(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	for i := range 100 {
+		ne.signalAt(time.Duration(i)*30*time.Second+time.Second, downChanges("kis", i, 1))
+	}
+	ne.signalAt(20*time.Minute, downChanges("fred", 0, 1))
+	ne.signalAt(21*time.Minute, downChanges("kis", 7, 1)) // again
+	ne.env.RegisterDelayedCallback(func() {
+		if st := ne.status(t); st.Delivered != 2 || st.Outbox != 0 || st.Pending != 0 || st.Duplicates != 1 {
+			t.Errorf("status after the outage: %+v", st)
+		}
+		ne.env.CancelWorkflow()
+	}, 2*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: 2 * time.Minute})
+	kept := rc.kept()
+	var titles []string
+	for _, k := range kept {
+		titles = append(titles, k.Title)
+	}
+	if len(kept) != 2 || kept[0].Title != "fred: fred.d000 down" || kept[1].Title != "kis: 100 datasets down" || len(kept[1].Changes) != 100 {
+		t.Fatalf("receiver kept %d notifications %q, want fred's and one of kis's 100 downs", len(kept), titles)
+	}
+	if rc.attempts != 2 {
+		t.Errorf("%d deliveries, want 2", rc.attempts)
+	}
+}
+
+// TestNotifierHoldsAProviderAtMostGroupMax: changes that keep coming
+// are held no longer than GroupMax after the first: a provider's downs
+// every minute for 90 minutes with a 2-minute window and a 30-minute
+// bound are three messages of 30, each sent 30 minutes after its first.
+func TestNotifierHoldsAProviderAtMostGroupMax(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	start := ne.env.Now()
+	for i := range 90 {
+		ne.signalAt(time.Duration(i)*time.Minute+time.Second, downChanges("kis", i, 1))
+	}
+	ne.env.RegisterDelayedCallback(func() { ne.env.CancelWorkflow() }, 3*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: 2 * time.Minute, GroupMax: 30 * time.Minute})
+	kept := rc.kept()
+	if len(kept) != 3 || len(kept[0].Changes) != 30 || len(kept[1].Changes) != 30 || len(kept[2].Changes) != 30 {
+		t.Fatalf("receiver kept %d notifications, want 3 of 30", len(kept))
+	}
+	for i, at := range ne.attempts {
+		if want := time.Duration(i)*30*time.Minute + 30*time.Minute + time.Second; at.Sub(start) != want {
+			t.Errorf("delivery %d at %s of workflow time, want %s", i, at.Sub(start), want)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 package workflows_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
@@ -105,7 +108,7 @@ func registerAll(r worker.WorkflowReplayer) {
 // every update answer it recorded is given again, unchanged: a change to
 // what a workflow answers that is not behind workflow.GetVersion fails
 // here even when it issues the same commands.
-func replayAnswers(t *testing.T, file string, opt replaycheck.Options) {
+func replayAnswers(t *testing.T, file string, opt replaycheck.Options) replaycheck.Result {
 	t.Helper()
 	res, err := replaycheck.ReplayFile(filepath.Join("testdata", file), opt)
 	if err != nil {
@@ -128,6 +131,79 @@ func replayAnswers(t *testing.T, file string, opt replaycheck.Options) {
 		t.Logf("update %s (%s) differs, known (%s): recorded %s, replayed %s", d.UpdateID, d.Name, opt.Known[d.UpdateID], d.Recorded, d.Replayed)
 	}
 	t.Logf("%s: %d update answers compared, %d differ, %d known to differ", file, res.Compared, len(res.Diffs), len(res.Known))
+	return res
+}
+
+// TestReplayNotifier replays recorded notifier histories and compares
+// the notifications each scheduled for delivery (the NotifyDeliver
+// activities' inputs: which changes, grouped how, titled what, for which
+// sink) with what the replayed code schedules: the notifier answers no
+// update, so these are its recorded answers. notifier-v1.json was
+// recorded before the per-provider groups (workflow.GetVersion
+// "notifier-provider-groups").
+func TestReplayNotifier(t *testing.T) {
+	for _, file := range []string{"notifier.json", "notifier-v1.json"} {
+		t.Run(file, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join("testdata", file)); err != nil {
+				t.Fatal(err)
+			}
+			res := replayAnswers(t, file, notifierReplay)
+			if res.Names["NotifyDeliver"] < 3 {
+				t.Errorf("%s: %d notifications compared, want the 3 recorded", file, res.Names["NotifyDeliver"])
+			}
+		})
+	}
+}
+
+var notifierReplay = replaycheck.Options{
+	Register: func(r worker.WorkflowReplayer) {
+		r.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName})
+	},
+	Activities: []string{"NotifyDeliver"},
+}
+
+// TestReplayNotifierSeesAChangedNotification: the comparison can fail — a
+// copy of the history whose first notification's title was edited
+// replays (same commands) but differs in that one input.
+func TestReplayNotifierSeesAChangedNotification(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "notifier.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Payloads are base64 JSON: edit the decoded title and encode back.
+	edited, n := editPayloads(t, data, "kis: 3 datasets down", "kis: 3 datasets up")
+	if n != 1 {
+		t.Fatalf("%d recorded payloads hold the title, want 1", n)
+	}
+	path := filepath.Join(t.TempDir(), "edited.json")
+	if err := os.WriteFile(path, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := replaycheck.ReplayFile(path, notifierReplay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Diffs) != 1 || res.Diffs[0].Name != "NotifyDeliver" {
+		t.Fatalf("diffs %+v, want the edited notification", res.Diffs)
+	}
+}
+
+// editPayloads replaces old by new inside every base64 "data" payload of
+// a JSON history and returns it with how many payloads changed.
+func editPayloads(t *testing.T, history []byte, old, new string) ([]byte, int) {
+	t.Helper()
+	re := regexp.MustCompile(`"data":\s*"([A-Za-z0-9+/=]+)"`)
+	n := 0
+	out := re.ReplaceAllFunc(history, func(m []byte) []byte {
+		sub := re.FindSubmatch(m)
+		raw, err := base64.StdEncoding.DecodeString(string(sub[1]))
+		if err != nil || !bytes.Contains(raw, []byte(old)) {
+			return m
+		}
+		n++
+		return []byte(`"data": "` + base64.StdEncoding.EncodeToString(bytes.ReplaceAll(raw, []byte(old), []byte(new))) + `"`)
+	})
+	return out, n
 }
 
 // TestReplayBackfill replays a recorded backfill and one of its dataset

@@ -99,3 +99,43 @@ func TestDevConsole(t *testing.T) {
 		t.Errorf("the log file lacks the watch's changes:\n%.3000s", file)
 	}
 }
+
+// TestConsoleKeepsRetriedAttemptsOffIt: the Temporal SDK's "Activity
+// error." line for a failed attempt (a transient answer the retry policy
+// tries again) goes to the log file, not to the console, unless at
+// --log-level debug; a real warning still shows. The make run console
+// showed these as ERROR lines.
+func TestConsoleKeepsRetriedAttemptsOffIt(t *testing.T) {
+	for _, c := range []struct {
+		level   string
+		console bool
+	}{{"info", false}, {"debug", true}} {
+		path := filepath.Join(t.TempDir(), "logs", "dev.log")
+		var console bytes.Buffer
+		log, closeLog, err := consoleLogger(c.level, path, &console)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := temporalLogger(log)
+		tl.Error("Activity error.", "ActivityType", "Ingest", "Attempt", 1, "Error", "fred data call: transient: HTTP 503")
+		tl.Warn("Failed to poll for task.", "Error", "connection refused")
+		log.Warn("a daily run took more calls than the budget gate counts for it")
+		closeLog()
+		file, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(file), `level=INFO msg="Activity error." ActivityType=Ingest`) {
+			t.Errorf("%s: the log file lacks the attempt's error at info:\n%s", c.level, file)
+		}
+		if got := strings.Contains(console.String(), "Activity error."); got != c.console {
+			t.Errorf("%s: the attempt's error on the console %v, want %v:\n%s", c.level, got, c.console, console.String())
+		}
+		if strings.Contains(console.String(), "level=ERROR") {
+			t.Errorf("%s: an ERROR line on the console:\n%s", c.level, console.String())
+		}
+		if !strings.Contains(console.String(), "budget gate") || !strings.Contains(console.String(), "Failed to poll") {
+			t.Errorf("%s: the warnings are not on the console:\n%s", c.level, console.String())
+		}
+	}
+}

@@ -8,10 +8,18 @@ import (
 )
 
 // temporalLogger adapts slog for the Temporal SDK, one level quieter: the
-// SDK's info lines are debug for a Sluice user.
+// SDK's info lines are debug for a Sluice user, and its "Activity error."
+// line for each failed attempt is info: an attempt that a retry follows
+// is nothing a user must act on (a transient answer retried and then
+// ingested), and an activity that fails for good is reported by Sluice
+// itself (the run's summary, the workflow's error).
 func temporalLogger(l *slog.Logger) log.Logger {
 	return log.NewStructuredLogger(slog.New(quieter{l.Handler()}))
 }
+
+// activityError is the message of the SDK's line for a failed activity
+// attempt.
+const activityError = "Activity error."
 
 type quieter struct{ slog.Handler }
 
@@ -23,8 +31,14 @@ func (q quieter) Enabled(ctx context.Context, lvl slog.Level) bool {
 }
 
 func (q quieter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
+	switch {
+	case r.Level == slog.LevelInfo:
 		r.Level = slog.LevelDebug
+	case r.Message == activityError && r.Level > slog.LevelInfo:
+		r.Level = slog.LevelInfo
+		if !q.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
 	}
 	return q.Handler.Handle(ctx, r)
 }

@@ -1,6 +1,7 @@
 // Package replaycheck replays a recorded workflow history and compares
 // every update answer the replayed code gives with the answer the history
-// recorded. The replayer alone only reports commands that differ; a
+// recorded, and, for the activities named in Options.Activities, every
+// activity input it schedules with the input the history recorded. The replayer alone only reports commands that differ; a
 // workflow that answers updates from its state (the rate limiter issues no
 // command but continue-as-new) can drift silently, answering differently on
 // replay than it did when the history was written. Queries leave nothing
@@ -46,6 +47,12 @@ type Options struct {
 	// Known are updates, by id, whose answers are known to differ, with
 	// why: they are reported in Result.Known, not in Diffs.
 	Known map[string]string
+	// Activities names the activity types whose inputs are compared: the
+	// nth scheduling of each on replay must carry the input its nth
+	// ActivityTaskScheduled event recorded (a workflow that answers no
+	// update — the notifier — decides what it does in these inputs). A
+	// differing input is a Diff whose UpdateID is "activity TYPE #n".
+	Activities []string
 }
 
 // Diff is one update whose replayed answer differs from the recorded one.
@@ -59,8 +66,8 @@ type Diff struct {
 
 // Result is what a replay found.
 type Result struct {
-	// Recorded is how many update answers the history holds; Compared
-	// how many of them the replay answered too.
+	// Recorded is how many update answers (and compared activity inputs)
+	// the history holds; Compared how many of them the replay gave too.
 	Recorded, Compared int
 	// Names counts the recorded answers per update name.
 	Names map[string]int
@@ -105,7 +112,30 @@ func ReplayFile(path string, opt Options) (Result, error) {
 	}
 	names := map[string]string{} // update id → name
 	var want []recorded
+	compared := map[string]bool{}
+	for _, a := range opt.Activities {
+		compared[a] = true
+	}
+	scheduled := map[string]int{}
 	for _, e := range h.GetEvents() {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && compared[a.GetActivityType().GetName()] {
+			typ := a.GetActivityType().GetName()
+			id := activityID(typ, scheduled[typ])
+			scheduled[typ]++
+			var raw json.RawMessage
+			if p := a.GetInput().GetPayloads(); len(p) > 0 {
+				if err := dc.FromPayload(p[0], &raw); err != nil {
+					return Result{}, fmt.Errorf("decoding the recorded input of %s: %w", id, err)
+				}
+			}
+			answer, value, err := canonical(raw)
+			if err != nil {
+				return Result{}, fmt.Errorf("decoding the recorded input of %s: %w", id, err)
+			}
+			names[id] = typ
+			want = append(want, recorded{id: id, name: typ, answer: answer, value: value})
+			continue
+		}
 		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil {
 			names[a.GetAcceptedRequest().GetMeta().GetUpdateId()] = a.GetAcceptedRequest().GetInput().GetName()
 		}
@@ -139,7 +169,7 @@ func ReplayFile(path string, opt Options) (Result, error) {
 	if fc == nil {
 		fc = temporal.GetDefaultFailureConverter()
 	}
-	cap := &capture{dc: dc, fc: fc, got: map[string]answer{}}
+	cap := &capture{dc: dc, fc: fc, got: map[string]answer{}, activities: compared, scheduled: map[string]int{}}
 	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{
 		DataConverter: opt.DataConverter, FailureConverter: opt.FailureConverter,
 		Interceptors: []interceptor.WorkerInterceptor{cap},
@@ -276,7 +306,14 @@ type capture struct {
 	mu  sync.Mutex
 	got map[string]answer
 	err error
+	// activities are the activity types whose inputs are kept, by
+	// activityID; scheduled counts their schedulings.
+	activities map[string]bool
+	scheduled  map[string]int
 }
+
+// activityID names the nth (from 0) scheduling of an activity type.
+func activityID(typ string, n int) string { return fmt.Sprintf("activity %s #%d", typ, n+1) }
 
 func (c *capture) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
 	i := &inbound{c: c}
@@ -287,6 +324,40 @@ func (c *capture) InterceptWorkflow(ctx workflow.Context, next interceptor.Workf
 type inbound struct {
 	interceptor.WorkflowInboundInterceptorBase
 	c *capture
+}
+
+// Init puts the outbound interceptor that keeps activity inputs in the
+// chain.
+func (i *inbound) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
+	o := &outboundCapture{c: i.c}
+	o.Next = outbound
+	return i.Next.Init(o)
+}
+
+type outboundCapture struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	c *capture
+}
+
+// ExecuteActivity keeps the input of a compared activity type, in the
+// order the workflow schedules them.
+func (o *outboundCapture) ExecuteActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
+	if o.c.activities[typ] {
+		var in any
+		if len(args) > 0 {
+			in = args[0]
+		}
+		a, err := o.c.encode(in, nil)
+		o.c.mu.Lock()
+		id := activityID(typ, o.c.scheduled[typ])
+		o.c.scheduled[typ]++
+		if err != nil && o.c.err == nil {
+			o.c.err = fmt.Errorf("encoding the replayed input of %s: %w", id, err)
+		}
+		o.c.got[id] = a
+		o.c.mu.Unlock()
+	}
+	return o.Next.ExecuteActivity(ctx, typ, args...)
 }
 
 // ExecuteUpdate runs the handler and keeps its answer by update id.

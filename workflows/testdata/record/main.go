@@ -1,7 +1,7 @@
 // Command record runs a small real batch — embedded Temporal, the provider
 // simulator, a worker, a local lake — and writes the histories of the
-// DailyIngest (started by hand, and by a schedule), Refetch, ScopeLimiter
-// and OpsEvents workflows it produced to workflows/testdata, for the
+// DailyIngest (started by hand, and by a schedule), Refetch, ScopeLimiter,
+// OpsEvents and Notifier workflows it produced to workflows/testdata, for the
 // replay tests; and a token keeper's, its payloads sealed with the test key
 // in workflows/testdata/token-keeper.key. Run it from the module root
 // after changing workflow code on purpose — first keeping the limiter's
@@ -9,11 +9,15 @@
 // docs/ratelimit.md, "Changing the arithmetic"):
 //
 //	go run ./workflows/testdata/record
+//
+// With -only notifier it records the notifier's history alone
+// (notifier.json), leaving the others as they are.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -53,6 +57,11 @@ func main() {
 }
 
 func run() error {
+	only := flag.String("only", "", `record only this history ("notifier")`)
+	flag.Parse()
+	if *only != "" && *only != "notifier" {
+		return fmt.Errorf("-only %q: only \"notifier\" is known", *only)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tmp, err := os.MkdirTemp("", "sluice-record-")
@@ -90,6 +99,16 @@ func run() error {
 		return err
 	}
 	defer tc.Close()
+	notifier := func() error {
+		runID, err := recordNotifier(ctx, tc, reg, tmp, log)
+		if err != nil {
+			return err
+		}
+		return saveRun(ctx, tc, workflows.NotifierWorkflowID, runID, filepath.Join("workflows", "testdata", "notifier.json"))
+	}
+	if *only == "notifier" {
+		return notifier()
+	}
 	// A checkout does not keep the file's 0600: read it as text.
 	keyText, err := os.ReadFile(filepath.Join("workflows", "testdata", "token-keeper.key"))
 	if err != nil {
@@ -193,6 +212,9 @@ func run() error {
 		return err
 	}
 	if err := saveRun(ctx, tc, workflows.WatchWorkflowID("fred-dgs2"), watchRun, filepath.Join("workflows", "testdata", "watch.json")); err != nil {
+		return err
+	}
+	if err := notifier(); err != nil {
 		return err
 	}
 	for id, file := range map[string]string{
