@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/internal/kind"
+	"github.com/sluicehq/sluice/watch"
 )
 
 // Event kinds.
@@ -36,16 +37,9 @@ const (
 	Keep = 1000
 )
 
-// Event is one operational event. Fields never carry secrets.
-type Event struct {
-	Kind     string            `json:"kind"`
-	At       time.Time         `json:"at"`
-	Scope    string            `json:"scope,omitempty"`
-	Provider string            `json:"provider,omitempty"`
-	Dataset  string            `json:"dataset,omitempty"`
-	Message  string            `json:"message"`
-	Attrs    map[string]string `json:"attrs,omitempty"`
-}
+// Event is one operational event: the record the watch store keeps
+// (watch.Event), sent here through Temporal. Fields never carry secrets.
+type Event = watch.Event
 
 // Recorder sends events to the events workflow, and to a second
 // destination when one is set (Also: the watch store).

@@ -1,6 +1,9 @@
 package registry
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Tri is a yes/no answer that may also be explicitly unknown, as the terms of
 // use of a provider often are. The zero value means "not declared".
@@ -46,33 +49,20 @@ type Terms struct {
 	Note                string   // free text
 }
 
-// Merge returns t with every field that o declares replacing t's.
+// Merge returns t with every field that o declares replacing t's (a
+// field o leaves at its zero value, TriUnset or "", keeps t's).
 func (t Terms) Merge(o Terms) Terms {
-	if o.Type != "" {
-		t.Type = o.Type
-	}
-	if o.CommercialUse != TriUnset {
-		t.CommercialUse = o.CommercialUse
-	}
-	if o.AttributionRequired != TriUnset {
-		t.AttributionRequired = o.AttributionRequired
-	}
-	if o.Attribution != "" {
-		t.Attribution = o.Attribution
-	}
-	if o.Redistribution != "" {
-		t.Redistribution = o.Redistribution
-	}
-	if o.ModificationAllowed != TriUnset {
-		t.ModificationAllowed = o.ModificationAllowed
-	}
+	t.Type = cmp.Or(o.Type, t.Type)
+	t.CommercialUse = cmp.Or(o.CommercialUse, t.CommercialUse)
+	t.AttributionRequired = cmp.Or(o.AttributionRequired, t.AttributionRequired)
+	t.Attribution = cmp.Or(o.Attribution, t.Attribution)
+	t.Redistribution = cmp.Or(o.Redistribution, t.Redistribution)
+	t.ModificationAllowed = cmp.Or(o.ModificationAllowed, t.ModificationAllowed)
 	if o.PIIColumnsSet {
 		t.PIIColumns = append([]string(nil), o.PIIColumns...)
 		t.PIIColumnsSet = true
 	}
-	if o.Note != "" {
-		t.Note = o.Note
-	}
+	t.Note = cmp.Or(o.Note, t.Note)
 	return t
 }
 

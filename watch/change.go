@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,14 +38,7 @@ const (
 var ChangeKinds = []ChangeKind{ChangeState, ChangeShape, ChangeLate, ChangeCaughtUp, ChangeRevision, ChangeDegraded}
 
 // Valid reports whether k is one of the kinds.
-func (k ChangeKind) Valid() bool {
-	for _, x := range ChangeKinds {
-		if k == x {
-			return true
-		}
-	}
-	return false
-}
+func (k ChangeKind) Valid() bool { return slices.Contains(ChangeKinds, k) }
 
 // Change is a durable, queryable record that something about a dataset
 // changed.

@@ -7,9 +7,9 @@ import (
 )
 
 // Event is one operational event: Sluice's own throttling, a provider's
-// rate-limit answer, a backoff, an exhausted quota, a token refresh. It
-// has exactly the fields of events.Event, so one converts to the other
-// (watch.Event(e)) without this package importing Temporal. Events are
+// rate-limit answer, a backoff, an exhausted quota, a token refresh.
+// Package events sends the same type through Temporal (events.Event is an
+// alias of it), so this package need not import Temporal. Events are
 // operations, never outages.
 type Event struct {
 	Kind     string            `json:"kind"`

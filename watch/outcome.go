@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/connector"
@@ -43,14 +44,7 @@ const (
 var Outcomes = []Outcome{OK, NoData, ProviderError, AuthFailed, RateLimited, Throttled, Network}
 
 // Valid reports whether o is one of the outcomes.
-func (o Outcome) Valid() bool {
-	for _, x := range Outcomes {
-		if o == x {
-			return true
-		}
-	}
-	return false
-}
+func (o Outcome) Valid() bool { return slices.Contains(Outcomes, o) }
 
 // Operational reports whether the outcome is an operational event rather
 // than evidence about the provider's availability: our own throttling or

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,14 +26,7 @@ const (
 var Cycles = []Cycle{Annual, SemiAnnual, Quarterly, Monthly, SemiMonthly, Daily}
 
 // Valid reports whether c is one of the cycles.
-func (c Cycle) Valid() bool {
-	for _, x := range Cycles {
-		if c == x {
-			return true
-		}
-	}
-	return false
-}
+func (c Cycle) Valid() bool { return slices.Contains(Cycles, c) }
 
 // Period is one period of a cycle, identified by its first civil day.
 // The zero Period is "none".

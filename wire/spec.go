@@ -16,6 +16,7 @@
 package wire
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -277,20 +278,12 @@ type Override struct {
 	Values       []string
 }
 
-// Apply returns r with o's set fields in place of r's.
+// Apply returns r with o's set fields (not "", not nil) in place of r's.
 func (o Override) Apply(r Rows) Rows {
-	if o.JSON != "" {
-		r.JSON = o.JSON
-	}
-	if o.XML != "" {
-		r.XML = o.XML
-	}
-	if o.Period != "" {
-		r.Period = o.Period
-	}
-	if o.PeriodFormat != "" {
-		r.PeriodFormat = o.PeriodFormat
-	}
+	r.JSON = cmp.Or(o.JSON, r.JSON)
+	r.XML = cmp.Or(o.XML, r.XML)
+	r.Period = cmp.Or(o.Period, r.Period)
+	r.PeriodFormat = cmp.Or(o.PeriodFormat, r.PeriodFormat)
 	if o.Keys != nil {
 		r.Keys = slices.Clone(o.Keys)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/tokenkeeper"
-	"github.com/sluicehq/sluice/watch"
 	"github.com/sluicehq/sluice/workflows"
 
 	// Link every provider connector.
@@ -206,12 +205,12 @@ func Start(opts Options) (*Worker, error) {
 	if opts.Watch != nil || notifying {
 		recorder.Also(func(ctx context.Context, e events.Event) error {
 			if notifying && acts != nil {
-				activities.NotifyEvent(ctx, acts, watch.Event(e))
+				activities.NotifyEvent(ctx, acts, e)
 			}
 			if opts.Watch == nil {
 				return nil
 			}
-			return opts.Watch.AddEvents(ctx, watch.Event(e))
+			return opts.Watch.AddEvents(ctx, e)
 		})
 	}
 	emitter := events.NewEmitter(recorder, m, opts.Logger)

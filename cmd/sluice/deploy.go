@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,55 +44,51 @@ func newDeployStatusCmd() *cobra.Command {
 		Short: "Print the deployment's current version, its versions and the open runs by build",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			name := deployment.Name(tf.taskQueue)
-			d, err := tc.WorkerDeploymentClient().GetHandle(name).Describe(cmd.Context(), client.WorkerDeploymentDescribeOptions{})
-			if err != nil {
-				return fmt.Errorf("describing deployment %s: %w", name, err)
-			}
-			runs, err := worker.OpenRuns(cmd.Context(), tc)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			current := "(unversioned workers)"
-			if v := d.Info.RoutingConfig.CurrentVersion; v != nil {
-				current = v.BuildID
-			}
-			fmt.Fprintf(out, "deployment %s, current version %s\n\n", name, current)
-			byBuild := map[string][2]int{}
-			for _, r := range runs {
-				n := byBuild[r.BuildID]
-				if r.Pinned() {
-					n[0]++
-				} else {
-					n[1]++
+			return tf.withClient(cmd.Context(), func(tc client.Client) error {
+				name := deployment.Name(tf.taskQueue)
+				d, err := tc.WorkerDeploymentClient().GetHandle(name).Describe(cmd.Context(), client.WorkerDeploymentDescribeOptions{})
+				if err != nil {
+					return fmt.Errorf("describing deployment %s: %w", name, err)
 				}
-				byBuild[r.BuildID] = n
-			}
-			t := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(t, "BUILD ID\tCREATED\tDRAINAGE\tOPEN PINNED\tOPEN OTHER")
-			for _, v := range d.Info.VersionSummaries {
-				n := byBuild[v.Version.BuildID]
-				delete(byBuild, v.Version.BuildID)
-				fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\n", v.Version.BuildID, v.CreateTime.Format(time.RFC3339), drainage(v.DrainageStatus), n[0], n[1])
-			}
-			if n, ok := byBuild[""]; ok {
-				fmt.Fprintf(t, "(unversioned)\t-\t-\t%d\t%d\n", n[0], n[1])
-			}
-			if err := t.Flush(); err != nil {
-				return err
-			}
-			for _, r := range runs {
-				if r.Pinned() && r.BuildID != current {
-					fmt.Fprintf(out, "pinned to %s: %s (%s)\n", r.BuildID, r.WorkflowID, r.Type)
+				runs, err := worker.OpenRuns(cmd.Context(), tc)
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				out := cmd.OutOrStdout()
+				current := "(unversioned workers)"
+				if v := d.Info.RoutingConfig.CurrentVersion; v != nil {
+					current = v.BuildID
+				}
+				fmt.Fprintf(out, "deployment %s, current version %s\n\n", name, current)
+				byBuild := map[string][2]int{}
+				for _, r := range runs {
+					n := byBuild[r.BuildID]
+					if r.Pinned() {
+						n[0]++
+					} else {
+						n[1]++
+					}
+					byBuild[r.BuildID] = n
+				}
+				t := newTable(out, "BUILD ID\tCREATED\tDRAINAGE\tOPEN PINNED\tOPEN OTHER")
+				for _, v := range d.Info.VersionSummaries {
+					n := byBuild[v.Version.BuildID]
+					delete(byBuild, v.Version.BuildID)
+					fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\n", v.Version.BuildID, v.CreateTime.Format(time.RFC3339), drainage(v.DrainageStatus), n[0], n[1])
+				}
+				if n, ok := byBuild[""]; ok {
+					fmt.Fprintf(t, "(unversioned)\t-\t-\t%d\t%d\n", n[0], n[1])
+				}
+				if err := t.Flush(); err != nil {
+					return err
+				}
+				for _, r := range runs {
+					if r.Pinned() && r.BuildID != current {
+						fmt.Fprintf(out, "pinned to %s: %s (%s)\n", r.BuildID, r.WorkflowID, r.Type)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	tf.bind(cmd.Flags())
@@ -139,36 +134,33 @@ promotes only.`,
 			if build == "" {
 				return errors.New("--build-id is required")
 			}
-			tc, err := tf.dialQuiet(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), wait)
-			defer cancel()
-			if err := worker.PromoteBuild(ctx, tc, tf.taskQueue, build); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "build %s is the current version of deployment %s\n", build, deployment.Name(tf.taskQueue))
-			if drain <= 0 {
-				return nil
-			}
-			began := time.Now()
-			dctx, dcancel := context.WithTimeout(cmd.Context(), drain)
-			defer dcancel()
-			left, err := worker.Drain(dctx, tc, build)
-			if err != nil {
-				return err
-			}
-			if len(left) == 0 {
-				fmt.Fprintf(out, "no run is pinned to an older build (%s): the old workers can be stopped\n", time.Since(began).Round(time.Millisecond))
-				return nil
-			}
-			for _, r := range left {
-				fmt.Fprintf(out, "still pinned to %s: %s (%s)\n", r.BuildID, r.WorkflowID, r.Type)
-			}
-			return fmt.Errorf("%d run(s) still pinned to older builds after %s: keep their workers running", len(left), drain)
+			return tf.withClient(cmd.Context(), func(tc client.Client) error {
+				ctx, cancel := context.WithTimeout(cmd.Context(), wait)
+				defer cancel()
+				if err := worker.PromoteBuild(ctx, tc, tf.taskQueue, build); err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "build %s is the current version of deployment %s\n", build, deployment.Name(tf.taskQueue))
+				if drain <= 0 {
+					return nil
+				}
+				began := time.Now()
+				dctx, dcancel := context.WithTimeout(cmd.Context(), drain)
+				defer dcancel()
+				left, err := worker.Drain(dctx, tc, build)
+				if err != nil {
+					return err
+				}
+				if len(left) == 0 {
+					fmt.Fprintf(out, "no run is pinned to an older build (%s): the old workers can be stopped\n", time.Since(began).Round(time.Millisecond))
+					return nil
+				}
+				for _, r := range left {
+					fmt.Fprintf(out, "still pinned to %s: %s (%s)\n", r.BuildID, r.WorkflowID, r.Type)
+				}
+				return fmt.Errorf("%d run(s) still pinned to older builds after %s: keep their workers running", len(left), drain)
+			})
 		},
 	}
 	tf.bind(cmd.Flags())

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -199,8 +198,7 @@ func newMaintenanceListCmd() *cobra.Command {
 }
 
 func writeMaintenance(w io.Writer, windows []notify.Window, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTARGET\tSTART\tEND\tSTATUS\tREASON")
+	tw := newTable(w, "ID\tTARGET\tSTART\tEND\tSTATUS\tREASON")
 	for _, m := range windows {
 		id := m.ID
 		if id == "" {

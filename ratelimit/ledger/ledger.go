@@ -264,7 +264,7 @@ func (l *Ledger) Upgrade() {
 		l.Grants = append(l.Grants, Grant{ID: l.NextID, At: t})
 	}
 	if l.LegacyDay != "" && l.LegacyDayCount > 0 {
-		l.setDay(l.LegacyDay, max(l.dayCount(l.LegacyDay), l.LegacyDayCount))
+		l.setDay(l.LegacyDay, max(l.day(l.LegacyDay).Count, l.LegacyDayCount))
 	}
 	l.LegacyLog, l.LegacyDay, l.LegacyDayCount = nil, "", 0
 }
@@ -437,10 +437,10 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	// A day is full for this ask when its quota is spent, or, for a
 	// backfill, its share of it.
 	full := func(day string) bool {
-		if l.dayCount(day) >= lim.DailyQuota {
+		if l.day(day).Count >= lim.DailyQuota {
 			return true
 		}
-		return backfill && l.backfillCount(day) >= lim.backfillShare()
+		return backfill && l.day(day).Backfill >= lim.backfillShare()
 	}
 	f := l.CurrentFactor(now, lim)
 	stretch := func(d time.Duration) time.Duration { return time.Duration(float64(d) / f) }
@@ -561,9 +561,9 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			return ans
 		}
 		if lim.DailyQuota > 0 {
-			l.setDay(day, l.dayCount(day)+1)
+			l.setDay(day, l.day(day).Count+1)
 			if backfill {
-				l.setBackfill(day, l.backfillCount(day)+1)
+				l.setBackfill(day, l.day(day).Backfill+1)
 			}
 		}
 		l.NextID++
@@ -686,7 +686,7 @@ func (l *Ledger) chainOf(caller string) uint32 {
 // share.
 func (l *Ledger) exhausted(next time.Time, day string, lim Limits, backfill bool) *QuotaExhausted {
 	q := &QuotaExhausted{ResetAt: next.UTC(), Quota: lim.DailyQuota}
-	if backfill && l.dayCount(day) < lim.DailyQuota {
+	if backfill && l.day(day).Count < lim.DailyQuota {
 		q.Quota, q.Backfill = lim.backfillShare(), true
 	}
 	return q
@@ -720,10 +720,10 @@ func (l *Ledger) Release(ids []uint64, lim Limits) int {
 		n++
 		if lim.DailyQuota > 0 {
 			day := g.At.In(loc).Format(time.DateOnly)
-			if c := l.dayCount(day); c > 0 {
+			if c := l.day(day).Count; c > 0 {
 				l.setDay(day, c-1)
 			}
-			if c := l.backfillCount(day); g.Backfill && c > 0 {
+			if c := l.day(day).Backfill; g.Backfill && c > 0 {
 				l.setBackfill(day, c-1)
 			}
 		}
@@ -733,50 +733,42 @@ func (l *Ledger) Release(ids []uint64, lim Limits) int {
 
 // DayCount returns the grants counted against the provider-local day of t.
 func (l *Ledger) DayCount(t time.Time, lim Limits) int {
-	return l.dayCount(t.In(lim.Location()).Format(time.DateOnly))
-}
-
-func (l *Ledger) dayCount(day string) int {
-	for _, d := range l.Days {
-		if d.Day == day {
-			return d.Count
-		}
-	}
-	return 0
+	return l.day(t.In(lim.Location()).Format(time.DateOnly)).Count
 }
 
 // BackfillCount returns the backfill grants counted against the
 // provider-local day of t.
 func (l *Ledger) BackfillCount(t time.Time, lim Limits) int {
-	return l.backfillCount(t.In(lim.Location()).Format(time.DateOnly))
+	return l.day(t.In(lim.Location()).Format(time.DateOnly)).Backfill
 }
 
-func (l *Ledger) backfillCount(day string) int {
-	for _, d := range l.Days {
-		if d.Day == day {
-			return d.Backfill
-		}
+// dayIndex returns the index in Days of a day (YYYY-MM-DD), -1 when the
+// day is not counted.
+func (l *Ledger) dayIndex(day string) int {
+	return slices.IndexFunc(l.Days, func(d DayCount) bool { return d.Day == day })
+}
+
+// day returns a day's counts: zero when the day is not counted.
+func (l *Ledger) day(day string) DayCount {
+	if i := l.dayIndex(day); i >= 0 {
+		return l.Days[i]
 	}
-	return 0
+	return DayCount{Day: day}
 }
 
 // setBackfill sets a day's backfill count; the day must be counted
 // already (setDay).
 func (l *Ledger) setBackfill(day string, n int) {
-	for i := range l.Days {
-		if l.Days[i].Day == day {
-			l.Days[i].Backfill = n
-			return
-		}
+	if i := l.dayIndex(day); i >= 0 {
+		l.Days[i].Backfill = n
 	}
 }
 
+// setDay sets a day's count, counting the day if it was not.
 func (l *Ledger) setDay(day string, n int) {
-	for i := range l.Days {
-		if l.Days[i].Day == day {
-			l.Days[i].Count = n
-			return
-		}
+	if i := l.dayIndex(day); i >= 0 {
+		l.Days[i].Count = n
+		return
 	}
 	l.Days = append(l.Days, DayCount{Day: day, Count: n})
 	slices.SortFunc(l.Days, func(a, b DayCount) int {
@@ -818,7 +810,7 @@ func (l *Ledger) Quarantine(now time.Time, lim Limits) {
 		loc := lim.Location()
 		for _, t := range []time.Time{now, now.Add(MaxAhead)} {
 			day := t.In(loc).Format(time.DateOnly)
-			l.setDay(day, max(l.dayCount(day), lim.DailyQuota))
+			l.setDay(day, max(l.day(day).Count, lim.DailyQuota))
 		}
 	}
 	l.NextID = max(l.NextID, uint64(max(now.UnixNano(), 0)))
