@@ -189,30 +189,11 @@ const namespaceWait = time.Minute
 
 // waitNamespace polls the frontend until it describes namespace.
 func waitNamespace(ctx context.Context, hostPort, namespace string, creds credentials.TransportCredentials) error {
-	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
-	defer cancel()
-	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return fmt.Errorf("connecting to Temporal frontend %s: %w", hostPort, err)
-	}
-	defer conn.Close()
-	svc := workflowservice.NewWorkflowServiceClient(conn)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := svc.DescribeNamespace(callCtx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for namespace %q on Temporal frontend %s: %w (last error: %v)",
-				namespace, hostPort, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	return pollFrontend(ctx, hostPort, creds, 50*time.Millisecond, fmt.Sprintf("namespace %q", namespace),
+		func(ctx context.Context, conn *grpc.ClientConn) error {
+			_, err := workflowservice.NewWorkflowServiceClient(conn).DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+			return err
+		})
 }
 
 // waitMembership polls a cluster node's frontend until its membership
@@ -220,6 +201,36 @@ func waitNamespace(ctx context.Context, hostPort, namespace string, creds creden
 // node's ringpop is still joining (past a restart, it first tries the
 // stopped run's addresses), and workers polling it would be refused.
 func waitMembership(ctx context.Context, hostPort string, creds credentials.TransportCredentials) error {
+	return pollFrontend(ctx, hostPort, creds, 100*time.Millisecond, "the cluster membership",
+		func(ctx context.Context, conn *grpc.ClientConn) error {
+			resp, err := adminservice.NewAdminServiceClient(conn).DescribeCluster(ctx, &adminservice.DescribeClusterRequest{})
+			if err != nil {
+				return err
+			}
+			members := map[string]int32{}
+			for _, ring := range resp.GetMembershipInfo().GetRings() {
+				members[ring.GetRole()] = ring.GetMemberCount()
+			}
+			var missing []string
+			for _, role := range []string{"history", "matching", "worker"} {
+				if members[role] == 0 {
+					missing = append(missing, role)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("missing %v", missing)
+			}
+			return nil
+		})
+}
+
+// pollFrontend calls ready over one connection to the frontend at
+// hostPort, every interval, until it returns nil; it gives up when ctx
+// ends or namespaceWait has passed, with an error saying what it waited
+// for and ready's last error. Each call has a deadline of its own: one
+// call hung on a node still joining must not spend the whole wait.
+func pollFrontend(ctx context.Context, hostPort string, creds credentials.TransportCredentials, interval time.Duration,
+	what string, ready func(ctx context.Context, conn *grpc.ClientConn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
 	defer cancel()
 	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(creds))
@@ -227,34 +238,18 @@ func waitMembership(ctx context.Context, hostPort string, creds credentials.Tran
 		return fmt.Errorf("connecting to Temporal frontend %s: %w", hostPort, err)
 	}
 	defer conn.Close()
-	admin := adminservice.NewAdminServiceClient(conn)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		var missing []string
-		// Each call its own deadline: one call hung on a node still
-		// joining must not spend the whole wait.
 		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := admin.DescribeCluster(callCtx, &adminservice.DescribeClusterRequest{})
+		err := ready(callCtx, conn)
 		cancel()
 		if err == nil {
-			members := map[string]int32{}
-			for _, ring := range resp.GetMembershipInfo().GetRings() {
-				members[ring.GetRole()] = ring.GetMemberCount()
-			}
-			for _, role := range []string{"history", "matching", "worker"} {
-				if members[role] == 0 {
-					missing = append(missing, role)
-				}
-			}
-			if len(missing) == 0 {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the cluster membership on Temporal frontend %s: %w (missing %v, last error: %v)",
-				hostPort, ctx.Err(), missing, err)
+			return fmt.Errorf("waiting for %s on Temporal frontend %s: %w (last error: %v)", what, hostPort, ctx.Err(), err)
 		case <-tick.C:
 		}
 	}
