@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,8 +131,7 @@ func writePlan(w io.Writer, p *planner.Plan) error {
 	}
 	fmt.Fprintf(w, "plan: %s — %s dataset(s), %s chunk(s), %s call(s); no provider was called\n\n",
 		kind, group(p.Totals.Datasets), group(p.Totals.Chunks), group(p.Totals.Calls))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scope\tdatasets\tchunks\tcalls\tdaily quota\treserved\tshare\tprovider-days\tmakespan\t")
+	tw := newFigureTable(w, "scope\tdatasets\tchunks\tcalls\tdaily quota\treserved\tshare\tprovider-days\tmakespan\t")
 	flagged := false
 	for _, s := range p.Scopes {
 		quota := "none"

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sluicehq/sluice/planner"
@@ -44,43 +43,29 @@ func batchBounds(reg *registry.Registry, date string, providers, datasets []stri
 // batchBounds) and elapsed over it, and, against the simulator, the limit
 // violations it counted — then every failed dataset.
 func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator.Stats, bounds map[string]time.Duration) {
-	type row struct {
-		jobs, ok, noData, failed int
-		raw, comp                int64
-		elapsed                  time.Duration
-		violations               int64
-	}
-	rows := map[string]*row{}
+	rows := map[string]*summaryRow{}
 	var order []string
+	var total summaryRow
 	for _, r := range res.Results {
 		x := rows[r.Provider]
 		if x == nil {
-			x = &row{}
+			x = &summaryRow{}
 			rows[r.Provider] = x
 			order = append(order, r.Provider)
 		}
-		x.jobs++
-		switch r.Status {
-		case workflows.StatusOK:
-			x.ok++
-		case workflows.StatusNoData:
-			x.noData++
-		default:
-			x.failed++
-		}
-		x.raw += r.RawBytes
-		x.comp += r.CompressedBytes
-		x.elapsed = max(x.elapsed, r.Finished.Sub(res.Started))
+		elapsed := r.Finished.Sub(res.Started)
+		x.add(r, elapsed)
+		total.add(r, elapsed)
 	}
 	if stats != nil {
 		for _, s := range stats.Scopes {
 			if x := rows[s.Provider]; x != nil {
 				x.violations += s.Violations
+				total.violations += s.Violations
 			}
 		}
 	}
 	sort.Strings(order)
-	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "PROVIDER\tJOBS\tOK\tNO DATA\tFAILED\tRAW\tCOMPRESSED\tRATIO\tELAPSED\t"
 	if bounds != nil {
 		header += "BOUND\tVS BOUND\t"
@@ -88,25 +73,15 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 	if stats != nil {
 		header += "VIOLATIONS\t"
 	}
-	fmt.Fprintln(t, header)
-	var total row
+	t := newFigureTable(w, header)
 	for _, p := range order {
-		x := rows[p]
-		writeRow(t, p, x.jobs, x.ok, x.noData, x.failed, x.raw, x.comp, x.elapsed, x.violations, stats != nil, bounds, bounds[p])
-		total.jobs += x.jobs
-		total.ok += x.ok
-		total.noData += x.noData
-		total.failed += x.failed
-		total.raw += x.raw
-		total.comp += x.comp
-		total.elapsed = max(total.elapsed, x.elapsed)
-		total.violations += x.violations
+		writeRow(t, p, *rows[p], stats != nil, bounds, bounds[p])
 	}
 	var longest time.Duration
 	for _, p := range order {
 		longest = max(longest, bounds[p])
 	}
-	writeRow(t, "total", total.jobs, total.ok, total.noData, total.failed, total.raw, total.comp, total.elapsed, total.violations, stats != nil, bounds, longest)
+	writeRow(t, "total", total, stats != nil, bounds, longest)
 	_ = t.Flush()
 	fmt.Fprintf(w, "batch %s: %s elapsed\n", res.Date, res.Finished.Sub(res.Started).Round(10*time.Millisecond))
 	var failed []workflows.DatasetResult
@@ -123,23 +98,48 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 	}
 }
 
-func writeRow(t io.Writer, name string, jobs, ok, noData, failed int, raw, comp int64, elapsed time.Duration, violations int64, withStats bool, bounds map[string]time.Duration, bound time.Duration) {
-	ratio := "-"
-	if comp > 0 {
-		ratio = fmt.Sprintf("%.1f×", float64(raw)/float64(comp))
+// summaryRow is one provider's line of a batch summary, or the total.
+type summaryRow struct {
+	jobs, ok, noData, failed int
+	raw, comp                int64
+	elapsed                  time.Duration
+	violations               int64
+}
+
+// add counts one dataset's result, which completed elapsed after the
+// batch started.
+func (x *summaryRow) add(r workflows.DatasetResult, elapsed time.Duration) {
+	x.jobs++
+	switch r.Status {
+	case workflows.StatusOK:
+		x.ok++
+	case workflows.StatusNoData:
+		x.noData++
+	default:
+		x.failed++
 	}
-	fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t", name, jobs, ok, noData, failed, bytesIEC(raw), bytesIEC(comp), ratio, elapsed.Round(time.Millisecond))
+	x.raw += r.RawBytes
+	x.comp += r.CompressedBytes
+	x.elapsed = max(x.elapsed, elapsed)
+}
+
+func writeRow(t io.Writer, name string, x summaryRow, withStats bool, bounds map[string]time.Duration, bound time.Duration) {
+	ratio := "-"
+	if x.comp > 0 {
+		ratio = fmt.Sprintf("%.1f×", float64(x.raw)/float64(x.comp))
+	}
+	fmt.Fprintf(t, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t", name, x.jobs, x.ok, x.noData, x.failed, bytesIEC(x.raw), bytesIEC(x.comp), ratio, x.elapsed.Round(time.Millisecond))
 	if bounds != nil {
 		// A bound under a second is no yardstick: the batch's own
 		// overhead (workflow tasks, round trips) dominates it.
 		if bound >= time.Second {
-			fmt.Fprintf(t, "%s\t%.2f×\t", bound.Round(100*time.Millisecond), elapsed.Seconds()/bound.Seconds())
+			fmt.Fprintf(t, "%s\t%.2f×\t", bound.Round(100*time.Millisecond), x.elapsed.Seconds()/bound.Seconds())
 		} else {
 			fmt.Fprint(t, "-\t-\t")
 		}
 	}
 	if withStats {
-		fmt.Fprintf(t, "%d\t", violations)
+		fmt.Fprintf(t, "%d\t", x.violations)
 	}
 	fmt.Fprintln(t)
 }
