@@ -17,33 +17,31 @@ STATICCHECK_VERSION := v0.8.2
 # golang.org/x/tools is too old for this Go).
 VERSITYGW_VERSION := v1.8.0
 
-# Test flags: -race everywhere; packages that embed the Temporal server get a
-# longer timeout. -race also turns on checkptr, which checks every
+# Test flags: -race for every package but e2e (see test-e2e). -race also turns on checkptr, which checks every
 # unsafe.Pointer conversion; modernc.org's SQLite (machine-translated C,
 # under the embedded Temporal server and the watch store) makes millions,
 # and checking them was a third of those tests' CPU. Sluice's own code has
 # no unsafe, and the race detector still covers every package, these too.
 #
-# -p 3: three test binaries at once on two cores. e2e holds one slot for
-# minutes while its tests mostly wait on Temporal's timers (heartbeat
-# timeouts, retry backoff) and its workers are separate processes; with
-# -p 2 a single other package had the CPU meanwhile.
+# -p 3: three test binaries at once on two cores: cmd/sluice's and
+# ratelimit's longest tests wait on Temporal's timers and the simulated
+# providers' rates more than they compute.
 #
 # -ldflags=-w: test binaries without DWARF (stack traces and race reports
 # come from the symbol table, not DWARF); linking cmd/sluice's 290 MB test
 # binary took 14.8 s of CPU with DWARF, 10.6 s without.
-# RACE_BUILD is how every package is compiled for make test: vet and
-# staticcheck read the same race-instrumented export data go test then
-# links, so a fresh machine compiles the dependency tree once, not twice.
+# RACE_BUILD is how test-race compiles: vet and staticcheck read the same
+# race-instrumented export data go test then links, so that tree is
+# compiled once (test-e2e's non-race sluice is the other compile).
 RACE_BUILD := -race -gcflags=modernc.org/...=-d=checkptr=0
 TEST_FLAGS ?= $(RACE_BUILD) -count=1 -timeout 20m -p 3 -ldflags=-w
 
 # The slowest packages first: `go test` builds and starts packages in the
 # order given, so the long ones start at once instead of running alone at
 # the end. ./... adds the rest (each package is tested once).
-TEST_FIRST := ./e2e ./cmd/sluice ./sink ./ratelimit ./workflows ./status
+TEST_FIRST := ./cmd/sluice ./ratelimit ./workflows ./sink ./status
 
-.PHONY: all build run docs test test-ready test-run e2e-build test-hosts test-setup modules pg-check chromium lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
+.PHONY: all build run docs test test-race test-e2e e2e-build test-hosts test-setup modules pg-check chromium lint vet fmt-check staticcheck workflowcheck bench tools fuzz clean
 
 all: build
 
@@ -63,32 +61,34 @@ docs:
 	rm -f docs/cli/*.md
 	$(GO) run ./cmd/sluice gen-docs docs/cli
 
-## test: lint and every test with -race. First, side by side (test-ready):
-## module downloads, the tools' builds, the chromium install, e2e's
-## non-race sluice build and go vet's race build, which go test then links
-## from; vet no longer waits on chromium's apt install or versitygw's
-## build. Then go test, with staticcheck, workflowcheck and gofmt's check
-## beside it instead of before it (their findings fail make test all the
-## same; vet's second run is cached). go test runs no vet of its own
-## (-vet=off): `go vet ./...` in lint is a superset of its checks.
+## test: lint and every test: two chains side by side, so that e2e's
+## tests, which mostly wait on Temporal's timers and the simulator's rate
+## limits (≈ 140 s of CPU in 400 s), run while the other chain compiles.
+##  - e2e: the sluice binary its tests run as server and workers (without
+##    the race detector, as users run it), then e2e's tests, built the
+##    same way so that they share that one compile of the dependency tree;
+##    the processes under test are that binary, not the test driver.
+##  - the rest: go vet's race build (go test links from it, staticcheck
+##    reads its export data), then every other package with -race, the
+##    slowest first, staticcheck, workflowcheck and gofmt's check beside.
+## The chromium install and the tools' builds run beside both. go test runs
+## no vet of its own (-vet=off): `go vet ./...` in lint is a superset.
 test: pg-check
-	@$(MAKE) --no-print-directory -j6 -O test-ready
-	@$(MAKE) --no-print-directory -j4 -Oline test-run lint
+	@$(MAKE) --no-print-directory -j6 -Oline test-e2e test-race lint
 
-# In the order make starts them: the waits on the network first (apt,
-# module downloads), then vet, the start of the longest chain.
-test-ready: chromium modules vet tools e2e-build
+# test-race: every package but e2e, with -race.
+test-race: vet chromium $(BIN)/versitygw
+	$(GO) test $(TEST_FLAGS) -vet=off $(TEST_FIRST) $$($(GO) list ./... | grep -v '/e2e$$')
 
-# test-run is make test's second half: test-ready built $(E2E_BINARY).
-test-run:
-	SLUICE_E2E_BINARY=$(E2E_BINARY) $(GO) test $(TEST_FLAGS) -vet=off $(TEST_FIRST) ./...
-
-## e2e-build: build the sluice binary e2e's tests run as workers and
-## server (without the race detector, as users run it) before go test,
-## beside vet; go test passes it as SLUICE_E2E_BINARY. Built inside the
-## tests, its compile and link were in e2e's time (696 s on a fresh clone,
-## 328 s warm; the link alone took 2m51s under a load of 20).
+## test-e2e: e2e's tests on a sluice binary built first (E2E_BINARY, passed
+## as SLUICE_E2E_BINARY; built inside the tests, its compile and link were
+## in e2e's time). Without -race: e2e's subjects are that binary's
+## processes; the driver's own packages are tested with -race in test-race.
 E2E_BINARY := $(BIN)/sluice-e2e
+E2E_TEST_FLAGS ?= -count=1 -timeout 20m -ldflags=-w
+test-e2e: e2e-build $(BIN)/versitygw
+	SLUICE_E2E_BINARY=$(E2E_BINARY) $(GO) test $(E2E_TEST_FLAGS) -vet=off ./e2e
+
 e2e-build:
 	$(GO) build -o $(E2E_BINARY) ./cmd/sluice
 
@@ -101,7 +101,7 @@ e2e-build:
 test-hosts: $(BIN)/versitygw $(BIN)/staticcheck
 	$(GO) vet -tags hosts ./e2e
 	$(BIN)/staticcheck -tags hosts ./e2e
-	$(GO) test $(TEST_FLAGS) -vet=off -tags hosts -run 'TestAcrossHosts$$' -v ./e2e
+	$(GO) test $(E2E_TEST_FLAGS) -vet=off -tags hosts -run 'TestAcrossHosts$$' -v ./e2e
 
 test-setup: tools chromium modules
 
