@@ -211,6 +211,7 @@ type workerProc struct {
 	log     string
 	done    chan struct{}
 	killed  atomic.Bool // by the test, on purpose
+	bin     string      // the binary it runs
 }
 
 func (w *workerProc) pid() int { return w.cmd.Process.Pid }
@@ -259,7 +260,7 @@ func (c *cluster) startWorkerBin(n int, bin string, env []string) *workerProc {
 		envv = append(envv, "AWS_ACCESS_KEY_ID="+c.s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.s3.SecretKey,
 			"AWS_EC2_METADATA_DISABLED=true")
 	}
-	w := &workerProc{name: fmt.Sprintf("worker-%d", n), log: filepath.Join(c.logDir, fmt.Sprintf("worker-%d.log", n)), done: make(chan struct{}), dataDir: dataDir}
+	w := &workerProc{name: fmt.Sprintf("worker-%d", n), log: filepath.Join(c.logDir, fmt.Sprintf("worker-%d.log", n)), done: make(chan struct{}), dataDir: dataDir, bin: bin}
 	f, err := os.Create(w.log)
 	if err != nil {
 		c.t.Fatal(err)
@@ -308,9 +309,16 @@ func cleanEnv() []string {
 	return out
 }
 
-// stop SIGTERMs a worker and waits for it to exit.
-func (c *cluster) stop(w *workerProc) {
+// stop SIGTERMs a worker and waits for it to exit. A worker of this
+// build on a local lake leaves none of the temporary files it was
+// writing: a graceful stop aborts the writes it interrupts before the
+// process exits (worker.Stop). It returns those files.
+func (c *cluster) stop(w *workerProc) []string {
 	c.t.Helper()
+	var writing []string
+	if c.s3 == nil && w.bin == sluiceBin {
+		writing = openTemps(w, filepath.Join(w.dataDir, "lake"))
+	}
 	w.killed.Store(true) // its exit is expected
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		c.t.Fatalf("stopping %s: %v", w.name, err)
@@ -320,6 +328,14 @@ func (c *cluster) stop(w *workerProc) {
 	case <-time.After(30 * time.Second):
 		c.t.Fatalf("%s did not stop within 30 s of SIGTERM", w.name)
 	}
+	for _, p := range writing {
+		// Renamed into place (committed) or removed (aborted): either
+		// way gone from its temporary name.
+		if _, err := os.Stat(p); err == nil {
+			c.t.Errorf("%s, stopped with SIGTERM, left its temporary file %s in the lake", w.name, p)
+		}
+	}
+	return writing
 }
 
 // kill SIGKILLs a worker, as a crash would, and waits for it to be gone.

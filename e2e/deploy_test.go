@@ -165,7 +165,9 @@ func singleton(typ string) bool {
 // It checks: the simulator counted 0 violations; both finish with every
 // dataset and chunk ok or without data; every backfill chunk's object
 // verifies and every daily object is the simulator's bytes; the lake
-// holds those objects and nothing else; the backfill's datasets were
+// holds those objects and nothing else (the deploy-v1 workers' stops
+// left none of the writes they interrupted, and the temporary files the
+// previous release's stops may leave are swept by this build's workers); the backfill's datasets were
 // called as planned plus at most the retries of the ingests the two stops
 // interrupted; every run pinned to deploy-v1 at the promote (limiters,
 // the backfill parent, the KIS token keeper when it had a task there)
@@ -177,9 +179,9 @@ func TestDeploy(t *testing.T) {
 	t.Parallel()
 	prev := buildPrevious(t)
 	// UPBIT bodies (about 80 KB a backfill chunk) stream at 8 KB/s and
-	// data.go.kr's (about 30 KB) at 2 KB/s: the backfill and the daily
-	// batch outlast the cut-overs, and ingests are in flight at every
-	// stop.
+	// data.go.kr's (about 30 KB) at 2 KB/s until the second cut-over is
+	// done: the backfill and the daily batch outlast the cut-overs, and
+	// ingests are in flight at every stop. Then they stream at full speed.
 	//
 	// KIS tokens are kept by the token keepers (sealed with a codec key),
 	// so a keeper is among the singletons that move.
@@ -231,7 +233,12 @@ func TestDeploy(t *testing.T) {
 	if bp.State == workflows.BackfillDone || dp.Done >= dp.Total {
 		t.Fatalf("finished before the first cut-over (backfill %+v, daily %+v): nothing to show", bp.Counts, dp)
 	}
+	// The previous release's workers may leave the temporary files of
+	// the writes their stop interrupts (their Stop did not wait for the
+	// aborts): this build's workers sweep them once stale.
+	var oldTemps []string
 	for _, w := range old {
+		oldTemps = append(oldTemps, openTemps(w, filepath.Join(w.dataDir, "lake"))...)
 		c.stop(w)
 	}
 	t.Logf("unversioned → deploy-v1: current after %s; old workers stopped at backfill %d/%d, daily %d/%d",
@@ -286,10 +293,17 @@ func TestDeploy(t *testing.T) {
 	if bp2.State == workflows.BackfillDone {
 		t.Fatalf("the backfill finished during the second cut-over (%+v): nothing to show", bp2.Counts)
 	}
+	var interrupted []string
 	for _, w := range v1 {
-		c.stop(w)
+		interrupted = append(interrupted, c.stop(w)...)
+	}
+	// The cut-overs are done: the rest of the run proves nothing more by
+	// being slow.
+	if err := c.sim.SetFaults(nil); err != nil {
+		t.Fatal(err)
 	}
 	cleared := time.Now()
+	t.Logf("deploy-v1 workers stopped while writing %d objects, none left behind", len(interrupted))
 	t.Logf("deploy-v1 → deploy-v2: %d runs pinned to deploy-v1 at the promote (backfill %d/%d, daily %d/%d), none %s later; deploy-v1 workers stopped at backfill %d/%d",
 		len(pinnedV1), bp.Counts.Done, bp.Counts.Total, dp.Done, dp.Total, cutover.Round(time.Millisecond), bp2.Counts.Done, bp2.Counts.Total)
 	t.Logf("sluice deploy status:\n%s", c.sluiceCmd("deploy", "status"))
@@ -373,7 +387,16 @@ func TestDeploy(t *testing.T) {
 	results := byDataset(t, res, date, dailyDatasets)
 	checkSucceeded(t, results, nil)
 
-	// The lake: the daily batch's objects and the backfill's, nothing else.
+	// The lake: the daily batch's objects and the backfill's, nothing else
+	// — the previous release's leftovers swept.
+	waitFor(t, 3*time.Minute, "this build's workers to sweep the temporary files the previous release's stop left", func() bool {
+		for _, p := range oldTemps {
+			if _, err := os.Stat(p); err == nil {
+				return false
+			}
+		}
+		return true
+	})
 	var chunks int
 	c.otherKeys, chunks = b.lakeKeys(ctx)
 	c.checkLake(results, date, nil)

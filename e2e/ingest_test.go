@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/simulator"
+	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/workflows"
 )
 
@@ -77,7 +79,8 @@ func TestThreeWorkers(t *testing.T) {
 // (a slowed data.go.kr body keeps the write open): the batch completes on
 // the other two, the interrupted dataset is retried and stored whole, the
 // lake holds one object per key and nothing else but the killed process's
-// orphaned temporary files, which no reader sees.
+// orphaned temporary files, which no reader sees (and which the surviving
+// workers sweep once they are stale).
 func TestWorkerKilled(t *testing.T) {
 	t.Parallel()
 	// data.go.kr bodies are 35 to 60 KB: at 3 KB/s each write stays open
@@ -126,6 +129,12 @@ func TestWorkerKilled(t *testing.T) {
 	before := c.progress(run)
 	c.kill(victim)
 	_, atKill := c.localFiles()
+	lastWrite := map[string]time.Time{} // the killed writes' files' mtimes
+	for _, p := range writing {
+		if fi, err := os.Stat(p); err == nil {
+			lastWrite[p] = fi.ModTime()
+		}
+	}
 	t.Logf("killed %s (pid %d) at %d/%d datasets done while it wrote %v", victim.name, victim.pid(), before.Done, before.Total, writing)
 	if before.Done >= before.Total {
 		t.Errorf("the batch was done (%+v) before the kill", before)
@@ -160,8 +169,10 @@ func TestWorkerKilled(t *testing.T) {
 		orphans[p] = true
 	}
 	for _, p := range writing {
-		if !orphans[p] {
-			t.Errorf("the killed worker's temporary file %s is gone; who removed it?", p)
+		// The surviving workers sweep it once it is stale
+		// (sink.StaleTempAge after its last write), never before.
+		if !orphans[p] && time.Since(lastWrite[p]) < sink.StaleTempAge {
+			t.Errorf("the killed worker's temporary file %s is gone %s after its last write, before it was stale; who removed it?", p, time.Since(lastWrite[p]).Round(time.Millisecond))
 		}
 	}
 	c.checkLake(results, date, orphans)

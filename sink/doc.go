@@ -23,7 +23,8 @@
 //     one zstd frame, with a page index at the end of the stream (see
 //     Page, Writer, Pages, OpenPage).
 //   - Self-cleaning: a local lake opened for writing removes the temporary
-//     files of killed writers (Local.RemoveStale); an S3 lake opened for
+//     files of killed writers (Local.RemoveStale), and a running writer
+//     sweeps them periodically (Local.SweepStale); an S3 lake opened for
 //     writing checks the bucket's lifecycle rules (S3.CheckLifecycle).
 //
 // Keys are built by Key alone:

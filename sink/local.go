@@ -28,8 +28,9 @@ const localBufferSize = 64 << 10
 const tempPrefix = ".sluice-tmp-"
 
 // StaleTempAge is how old (by modification time) a temporary file must be
-// before a starting writer may remove it, and then only when no process
-// holds its lock: a writer locks its file right after creating it, and
+// before a writer may remove it (one starting up, or a running one's
+// sweep: RemoveStale, SweepStale), and then only when no process holds
+// its lock: a writer locks its file right after creating it, and
 // this margin covers that instant.
 const StaleTempAge = time.Minute
 
@@ -77,7 +78,8 @@ func NewLocal(root string) (*Local, error) {
 // left behind: those older than StaleTempAge at now whose flock(2) no
 // process holds (a live writer holds its file's lock until it renames or
 // removes it). NewLocal calls it, so every writer starting up cleans the
-// lake; it returns the paths removed.
+// lake, and SweepStale calls it while a writer runs; it returns the paths
+// removed.
 func (l *Local) RemoveStale(now time.Time) ([]string, error) {
 	var removed []string
 	err := filepath.WalkDir(l.root, func(p string, d fs.DirEntry, err error) error {
@@ -114,6 +116,30 @@ func (l *Local) RemoveStale(now time.Time) ([]string, error) {
 		return removed, fmt.Errorf("removing stale temporary files: %w", err)
 	}
 	return removed, nil
+}
+
+// SweepStale calls RemoveStale at every tick of ticks, with the tick's
+// time as now, until ctx is done or ticks is closed; report, when not nil,
+// receives what each sweep removed and its error. A worker runs it beside
+// its writes (with a time.Ticker's channel), so that the temporary files
+// of a writer killed mid-write — a crashed worker — are removed by the
+// writers that survive it, not only by the next one to start: no later
+// than StaleTempAge plus a tick after the killed writer's last write.
+func (l *Local) SweepStale(ctx context.Context, ticks <-chan time.Time, report func(removed []string, err error)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now, ok := <-ticks:
+			if !ok {
+				return
+			}
+			removed, err := l.RemoveStale(now)
+			if report != nil {
+				report(removed, err)
+			}
+		}
+	}
 }
 
 // OpenLocalExisting opens the local lake rooted at root without creating

@@ -114,3 +114,75 @@ func TestLocalSyncsNewDirectories(t *testing.T) {
 		t.Errorf("second put synced %v, want only %s", synced, want[3])
 	}
 }
+
+// TestLocalSweepsStaleTemporaryFiles: a writer killed mid-write after
+// the others opened the lake leaves a temporary file no start will see;
+// the running writers' sweep removes it once it is stale, and never a
+// live writer's file, however old, nor a fresh one.
+func TestLocalSweepsStaleTemporaryFiles(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "lake")
+	l, err := NewLocal(root) // the surviving writer, started before the kill
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := key(t, "datago", "datago_sweep", 2)
+	dir := filepath.Dir(l.path(k))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	dead := filepath.Join(dir, tempPrefix+"killed")
+	if err := os.WriteFile(dead, []byte("half a zstd frame"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dead, start, start); err != nil {
+		t.Fatal(err)
+	}
+	w, err := l.Create(ctx, k) // a live writer of the same directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	live := w.(*localWriter).tmp
+	if err := os.Chtimes(live, start, start); err != nil {
+		t.Fatal(err)
+	}
+
+	ticks := make(chan time.Time)
+	type sweep struct {
+		removed []string
+		err     error
+	}
+	sweeps := make(chan sweep)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.SweepStale(ctx, ticks, func(removed []string, err error) { sweeps <- sweep{removed, err} })
+	}()
+	tick := func(now time.Time) sweep {
+		ticks <- now
+		return <-sweeps
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	// Not stale yet: both stay.
+	if s := tick(start.Add(StaleTempAge / 2)); s.err != nil || len(s.removed) != 0 || !exists(dead) || !exists(live) {
+		t.Fatalf("a sweep before StaleTempAge removed %v (%v); dead exists %v, live exists %v", s.removed, s.err, exists(dead), exists(live))
+	}
+	// Stale: the dead writer's goes, the live writer's (locked) stays.
+	s := tick(start.Add(2 * StaleTempAge))
+	if s.err != nil || !slices.Equal(s.removed, []string{dead}) || exists(dead) || !exists(live) {
+		t.Fatalf("the sweep after StaleTempAge removed %v (%v), want only %s; dead exists %v, live exists %v", s.removed, s.err, dead, exists(dead), exists(live))
+	}
+	if _, err := w.WritePage(strings.NewReader(`{"page":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Commit(jsonMeta()); err != nil || res.Skipped {
+		t.Fatalf("the live writer's commit after the sweep: %+v, %v", res, err)
+	}
+	// The sweep ends with its context.
+	cancel()
+	<-done
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/lineage"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tokenkeeper"
 	"github.com/sluicehq/sluice/workflows"
 
@@ -86,6 +88,10 @@ type Options struct {
 	// worker's metrics, and Stop drains it for up to LineageDrain. Unused
 	// when Config.Lineage is set.
 	LineageDest lineage.Options
+	// StaleSweep is how often a worker writing a local lake
+	// (*sink.Local) removes the temporary files of writers killed
+	// mid-write (sink.Local.SweepStale); 0 means sink.StaleTempAge.
+	StaleSweep time.Duration
 }
 
 // LineageDrain bounds how long Stop waits for queued lineage events.
@@ -125,6 +131,9 @@ type Worker struct {
 	metricsLn  net.Listener
 	version    sdkworker.WorkerDeploymentVersion
 	lineage    *lineage.Emitter // made by Start, closed by Stop; nil: none
+	running    *running         // the activity executions under way
+	stopSweep  func()           // ends the local lake's sweep; nil: none
+	log        *slog.Logger
 }
 
 // Register registers Sluice's workflows and activities on w.
@@ -257,12 +266,14 @@ func Start(opts Options) (*Worker, error) {
 	}
 	version := sdkworker.WorkerDeploymentVersion{DeploymentName: deployment.Name(opts.TaskQueue), BuildID: opts.BuildID}
 	deploymentOptions := sdkworker.DeploymentOptions{UseVersioning: true, Version: version, DefaultVersioningBehavior: DefaultVersioningBehavior}
+	run := newRunning()
 	w := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 		DeploymentOptions:                  deploymentOptions,
+		Interceptors:                       []interceptor.WorkerInterceptor{run},
 	})
 	Register(w, acts)
-	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts, version: version, lineage: ownLineage}
+	out := &Worker{w: w, metrics: m, limiter: lim, gate: gate, acts: acts, version: version, lineage: ownLineage, running: run, log: opts.Logger}
 	if opts.MetricsAddr != "" {
 		ln, err := net.Listen("tcp", opts.MetricsAddr)
 		if err != nil {
@@ -303,6 +314,9 @@ func Start(opts Options) (*Worker, error) {
 				"deployment", version.DeploymentName, "build_id", version.BuildID, "current", current)
 		}
 	}
+	if lake, ok := opts.Sink.(staleSweeper); ok {
+		out.sweep(lake, opts.StaleSweep)
+	}
 	// Start the scope limiters now rather than on the first call; a
 	// failure here is not fatal (the first acquire starts them anyway).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -337,17 +351,61 @@ func (w *Worker) Gate() *ratelimit.Gate { return w.gate }
 // Activities returns the worker's activities.
 func (w *Worker) Activities() *activities.Activities { return w.acts }
 
-// Stop stops polling, waits for running activities to finish or be
-// cancelled, and stops the metrics server.
+// Stop stops polling, cancels the running activities and waits up to
+// ActivityDrain for them to return — an interrupted write aborts: no
+// temporary file stays in a local lake, no multipart upload on S3 — then
+// stops the local lake's sweep, drains the lineage events and stops the
+// metrics server. The cancelled activities are retried by other workers.
 func (w *Worker) Stop() {
 	w.w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), ActivityDrain)
+	if n := w.running.wait(ctx); n > 0 {
+		w.log.Warn("activities still running after the stop's drain: their writes may be left unfinished", "activities", n, "drain", ActivityDrain)
+	}
+	cancel()
 	if w.keeper != nil {
 		w.keeper.Stop()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), LineageDrain)
+	if w.stopSweep != nil {
+		w.stopSweep()
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), LineageDrain)
 	defer cancel()
 	_ = w.lineage.Close(ctx) // what is left is dropped and counted
 	w.stopMetrics()
+}
+
+// staleSweeper is a lake whose temporary files a worker sweeps:
+// sink.Local.
+type staleSweeper interface {
+	SweepStale(ctx context.Context, ticks <-chan time.Time, report func(removed []string, err error))
+}
+
+// sweep runs the local lake's sweep of stale temporary files every
+// interval (0: sink.StaleTempAge) until Stop.
+func (w *Worker) sweep(l staleSweeper, every time.Duration) {
+	if every <= 0 {
+		every = sink.StaleTempAge
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ticker := time.NewTicker(every)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.SweepStale(ctx, ticker.C, func(removed []string, err error) {
+			if err != nil {
+				w.log.Warn("sweeping the lake's stale temporary files", "err", err)
+			}
+			if len(removed) > 0 {
+				w.log.Info("removed the temporary files of writers killed mid-write", "files", removed)
+			}
+		})
+	}()
+	w.stopSweep = func() {
+		cancel()
+		ticker.Stop()
+		<-done
+	}
 }
 
 func (w *Worker) stopMetrics() {
