@@ -28,12 +28,10 @@ import (
 // back before it counts it. A provider counts a request before it answers
 // it, so the process keeps each link's gap from the answer to its own
 // earlier request, and waits for an answer not in yet. A chained window
-// then costs the slack, ChainMargin and the lag from the moment a call may
-// leave to its answer (the lead, which the caller asks for: its wake-up,
-// its way to the wire and the provider's round trip) instead of the
-// tolerance, and a process chains its grants of a scope only while that is
-// cheaper and the answers come back within half the shortest chained
-// window (chainWorth).
+// then costs the slack, ChainMargin and the round trip (the lead, which
+// the caller asks for) instead of the tolerance, and a process chains its
+// grants of a scope only while that is cheaper and the answers come back
+// within half the shortest chained window (chainWorth).
 
 // sendState is what a process knows of one of its grants.
 type sendState uint8
@@ -77,10 +75,6 @@ type sendRecord struct {
 	// chained says the grant was asked for chained: only such grants are
 	// named by links.
 	chained bool
-	// ready (local clock) is when the call was allowed to leave: its
-	// permit's send time, or later when Ready held it for its links. Its
-	// answer's lag is measured from it.
-	ready time.Time
 }
 
 // anchor is the latest moment the provider counted (or may yet count) the
@@ -143,7 +137,7 @@ func (c *Client) recordSends(b *batcher, permits []Permit, chained bool, now tim
 			// grants.
 			b.sends = b.sends[:0]
 		}
-		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline, chained: chained, ready: p.SendAt})
+		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline, chained: chained})
 	}
 }
 
@@ -172,16 +166,12 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 	for {
 		now := time.Now()
 		at, end := now, time.Time{}
-		var allow time.Time // at, but for now: when the permits and links let the call go
 		pending := false
 		var next time.Time // when a handed grant it waits for turns past its deadline
 		c.mu.Lock()
 		for _, p := range permits {
 			if p.SendAt.After(at) {
 				at = p.SendAt
-			}
-			if p.SendAt.After(allow) {
-				allow = p.SendAt
 			}
 			if end.IsZero() || p.Deadline.Before(end) {
 				end = p.Deadline
@@ -207,12 +197,8 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 							next = r.deadline
 						}
 					case sent:
-						t = t.Add(l.Gap)
-						if t.After(at) {
+						if t = t.Add(l.Gap); t.After(at) {
 							at = t
-						}
-						if t.After(allow) {
-							allow = t
 						}
 					}
 				}
@@ -230,7 +216,6 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 			if time.Now().After(end) {
 				return ErrLate
 			}
-			c.allowed(permits, allow)
 			return nil
 		}
 		// Wait for the earlier send to be reported, or to turn past its
@@ -250,18 +235,6 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 		tm.Stop()
 		if time.Now().After(end) {
 			return ErrLate
-		}
-	}
-}
-
-// allowed records when Ready let the permits' call go (local clock), so
-// that the lag to its answer leaves out the time its links held it.
-func (c *Client) allowed(permits []Permit, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, p := range permits {
-		if r := c.batcher(p.Scope).send(p.GrantID); r != nil && at.After(r.ready) {
-			r.ready = at
 		}
 	}
 }
@@ -328,36 +301,31 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 			r.state, r.at = st, now
 		case r.state == sendWrote && st == sendDone:
 			r.state, r.done = sendAnswered, now
-			b.lags.add(now.Sub(r.ready))
+			b.roundTrips.add(now.Sub(r.at))
 		}
 	}
 	c.sendChanged()
 }
 
-// lagSamples is how many recent lags a scope's median is taken from.
-const lagSamples = 64
+// roundTripSamples is how many recent round trips a scope's median is
+// taken from.
+const roundTripSamples = 64
 
-// lags keeps a scope's recent lags: from the moment a call was allowed to
-// leave (its permit's send time, or when its links let it go) to its
-// answer. That is what the next window of a chain waits for — the call's
-// wake-up and way to the wire as well as the provider's round trip. Under
-// load the first two are no longer small: measured from the write alone,
-// the lead left each window's calls held by their links beyond their send
-// time, often past their deadlines (714 late permits in a 5,000-call KIS
-// run on 2 cores at a load average of 4–17).
-type lags struct {
-	samples [lagSamples]time.Duration
+// roundTrips keeps a scope's recent round trips, from a request's write to
+// its answer.
+type roundTrips struct {
+	samples [roundTripSamples]time.Duration
 	n       int
 }
 
-func (r *lags) add(d time.Duration) {
-	r.samples[r.n%lagSamples] = max(d, 0)
+func (r *roundTrips) add(d time.Duration) {
+	r.samples[r.n%roundTripSamples] = max(d, 0)
 	r.n++
 }
 
-// median is the middle recent lag; 0 before any.
-func (r *lags) median() time.Duration {
-	n := min(r.n, lagSamples)
+// median is the middle recent round trip; 0 before any.
+func (r *roundTrips) median() time.Duration {
+	n := min(r.n, roundTripSamples)
 	if n == 0 {
 		return 0
 	}
@@ -365,24 +333,23 @@ func (r *lags) median() time.Duration {
 	return sorted[n/2]
 }
 
-// chainMinSamples is how many lags a scope needs before its grants
+// chainMinSamples is how many round trips a scope needs before its grants
 // are chained.
 const chainMinSamples = 8
 
 // chainWorth reports whether the process should chain its grants of a
 // scope with these limits (at tolerance tol): once the scope's median
-// lag of the last 64 is known (chainMinSamples), shorter than tol less
-// ChainMargin and ChainLead (a chained window costs the lag from a call's
-// send time to its answer, an unchained one the tolerance) and under half
-// its shortest window or interval a grant is chained over (a provider
-// slower than that would keep each linked call waiting for the answer
-// before it). Otherwise the scope's grants are spaced by their tolerance.
-// c.mu held.
+// round trip of the last 64 is known (chainMinSamples), shorter than
+// tol less ChainMargin and ChainLead (a chained window costs the round
+// trip, an unchained one the tolerance) and under half its shortest window
+// or interval a grant is chained over (a provider slower than that would
+// keep each linked call waiting for the answer before it). Otherwise the
+// scope's grants are spaced by their tolerance. c.mu held.
 func (b *batcher) chainWorth(lim ledger.Limits, tol time.Duration) bool {
-	if b.lags.n < chainMinSamples {
+	if b.roundTrips.n < chainMinSamples {
 		return false
 	}
-	if lag := b.lags.median(); lag+ledger.ChainMargin+ledger.ChainLead >= tol {
+	if rt := b.roundTrips.median(); rt+ledger.ChainMargin+ledger.ChainLead >= tol {
 		return false
 	}
 	shortest := lim.MinInterval
@@ -391,5 +358,5 @@ func (b *batcher) chainWorth(lim ledger.Limits, tol time.Duration) bool {
 			shortest = w.Length
 		}
 	}
-	return shortest > 0 && b.lags.median() < shortest/2
+	return shortest > 0 && b.roundTrips.median() < shortest/2
 }

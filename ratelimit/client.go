@@ -281,9 +281,8 @@ type batcher struct {
 	// sends are this process's grants of the scope (RulesChain), by
 	// ascending id: what its later grants' links are measured from.
 	sends []sendRecord
-	// lags are the scope's recent lags from a call's send time to its
-	// answer: what a chained window costs (chainWorth, the lead).
-	lags lags
+	// roundTrips are the scope's recent round trips (write to answer).
+	roundTrips roundTrips
 	// recoverMu serializes this process's recoveries of the scope (the
 	// batcher and Warm may both find the limiter recovering);
 	// recoverFailures counts failed attempts to read the last run's state.
@@ -496,7 +495,7 @@ func (c *Client) request(b *batcher, batch []*waiter) (AcquireRequest, time.Dura
 	chain := batch[0].opts.Chain && !c.noChain && b.chainWorth(lim, lim.Tolerance)
 	var lead time.Duration
 	if chain {
-		lead = b.lags.median() + time.Millisecond
+		lead = b.roundTrips.median() + time.Millisecond
 	}
 	delay := batch[0].opts.Delay
 	if nb := batch[0].opts.NotBefore; !nb.IsZero() && !ledger.Rules(b.rules).Window {
