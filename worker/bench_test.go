@@ -244,16 +244,18 @@ func benchmarkMakespan(b *testing.B, workers int, tk tokens) {
 	b.ReportMetric(float64(s.violations()), "violations")
 	requests, refused := s.tokenRequests()
 	b.ReportMetric(float64(requests), "token-requests")
-	var late, updates int64
+	var late, updates, latePermits int64
 	var trips []*ratelimit.TripCounts
 	for _, w := range s.workers {
 		st := w.Limiter().Stats()
 		late += st.LateBatch
 		updates += st.Updates
+		latePermits += st.LatePermits
 		trips = append(trips, w.Gate().Trips())
 	}
 	b.ReportMetric(float64(late), "late-batches")
 	b.ReportMetric(float64(updates), "limiter-updates")
+	b.ReportMetric(float64(latePermits), "late-permits")
 	// Round trips to the limiters per provider call, over the workers'
 	// gates.
 	all := (*ratelimit.TripCounts)(nil).Merge(trips...)
