@@ -165,7 +165,7 @@ func (f *devFlags) run(ctx context.Context, out, errOut io.Writer) error {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		if err := activities.WarmTokens(wctx, s.w.Activities(), f.batchProviders(s.reg)); err != nil && ctx.Err() == nil {
-			log.Warn("fetching access tokens before the batch (its calls will ask for them)", "err", err)
+			log.Info("fetching access tokens before the batch (its calls will ask for them)", "err", err)
 		}
 	}()
 	defer func() { <-warmed }()
