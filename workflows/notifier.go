@@ -341,12 +341,12 @@ func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, 
 	// groups by provider, and providers in order: no map is ranged over.
 	groups := map[string]*group{}
 	var providers []string
-	held := map[string]bool{} // providers with pending changes
+	waiting := map[string]bool{} // providers with pending changes
 	for _, c := range *pending {
-		held[c.Provider] = true
+		waiting[c.Provider] = true
 	}
 	for _, g := range carried {
-		if held[g.Provider] && groups[g.Provider] == nil && !g.First.IsZero() && !g.Last.Before(g.First) {
+		if waiting[g.Provider] && groups[g.Provider] == nil && !g.First.IsZero() && !g.Last.Before(g.First) {
 			groups[g.Provider] = &group{first: g.First, last: g.Last}
 			providers = append(providers, g.Provider)
 		}
