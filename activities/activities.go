@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/connector"
@@ -135,4 +136,24 @@ func New(cfg Config) (*Activities, error) {
 		a.connectors[p.ID] = c
 	}
 	return a, nil
+}
+
+// WarmTokens has the connectors of providers (every provider when empty)
+// that call with an access token obtain it now (connector.TokenWarmer), so
+// that a batch about to start makes its first calls without waiting for a
+// token endpoint. It is a function, not a method: every method of
+// Activities is an activity.
+func WarmTokens(ctx context.Context, a *Activities, providers []string) error {
+	var errs []error
+	for _, p := range a.cfg.Registry.Providers {
+		if len(providers) > 0 && !slices.Contains(providers, p.ID) {
+			continue
+		}
+		if w, ok := a.connectors[p.ID].(connector.TokenWarmer); ok {
+			if err := w.WarmToken(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("warming the %s token: %w", p.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -172,3 +172,25 @@ func TestIngestRefusesDatasetWithoutScope(t *testing.T) {
 		t.Fatalf("ingest of a dataset without a scope: %v", err)
 	}
 }
+
+// TestWarmTokensBeforeABatch: WarmTokens has the KIS connector hold its
+// access token before a batch, whose first ingest then asks the token
+// endpoint nothing; a filter naming other providers leaves it alone.
+func TestWarmTokensBeforeABatch(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	ctx := context.Background()
+	tokens := func() int64 { return st.sim.Stats().Scopes["kis/key"].TokensIssued }
+	if err := WarmTokens(ctx, st.acts, []string{"fred", "ecos"}); err != nil || tokens() != 0 {
+		t.Fatalf("warming fred and ecos: %v, %d kis tokens issued", err, tokens())
+	}
+	if err := WarmTokens(ctx, st.acts, nil); err != nil || tokens() != 1 {
+		t.Fatalf("warming every provider: %v, %d kis tokens issued, want 1", err, tokens())
+	}
+	if _, err := st.acts.Ingest(ctx, IngestInput{Dataset: "kis-kospi-range", From: "2024-01-02", To: "2024-01-31"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tokens(); n != 1 {
+		t.Errorf("%d kis tokens issued after the ingest, want the warmed one alone", n)
+	}
+}

@@ -50,6 +50,10 @@ type IngestResult struct {
 	// Pages is how many provider pages (calls) the object holds; 0 with
 	// NoData.
 	Pages int `json:"pages"`
+	// Rows is how many records the pages held, counted as they streamed
+	// into the lake (wire.Counter); absent when they could not be counted
+	// for sure, 0 with NoData.
+	Rows *int64 `json:"rows,omitempty"`
 	// MorePages reports that the provider announced further pages the
 	// dataset declines (request.paging: first_page).
 	MorePages bool `json:"more_pages,omitempty"`
@@ -143,7 +147,7 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	}
 	got, err := a.fetchPages(fctx, conn, ds, plan, maxPages)
 	a.observe(ctx, plan.observe, ds, res.Attempt, err, got.noData)
-	res.Pages, res.MorePages, res.SourceURL = got.put.Pages, got.more, got.sourceURL
+	res.Pages, res.MorePages, res.SourceURL, res.Rows = got.put.Pages, got.more, got.sourceURL, got.rows
 	if err != nil {
 		var ke keyError
 		if errors.As(err, &ke) {
@@ -163,12 +167,12 @@ func (a *Activities) Ingest(ctx context.Context, in IngestInput) (IngestResult, 
 	if got.noData {
 		outcome = "no_data"
 		res.NoData, res.Duration = true, time.Since(start)
-		a.cfg.Lineage.Emit(run.CompleteEvent(time.Now(), lineage.Result{Pages: res.Pages, NoData: true}))
+		a.cfg.Lineage.Emit(run.CompleteEvent(time.Now(), lineage.Result{Pages: res.Pages, NoData: true, Rows: res.Rows}))
 		return res, nil
 	}
 	put := got.put
 	a.cfg.Lineage.Emit(run.CompleteEvent(time.Now(), lineage.Result{Object: put.Key, RawBytes: put.RawSize, CompressedBytes: put.CompressedSize,
-		Pages: put.Pages, SHA256: put.RawSHA256, Skipped: put.Skipped}))
+		Pages: put.Pages, SHA256: put.RawSHA256, Skipped: put.Skipped, Rows: res.Rows}))
 	a.cfg.Metrics.Written(ds.Provider, put.RawSize, put.CompressedSize)
 	res.Key, res.RawBytes, res.CompressedBytes, res.SHA256, res.Skipped = put.Key, put.RawSize, put.CompressedSize, put.RawSHA256, put.Skipped
 	res.Duration = time.Since(start)

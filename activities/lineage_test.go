@@ -26,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // lineageFile gives the stack's activities an emitter appending to a file
@@ -273,5 +274,132 @@ func TestCancelledIngestAborts(t *testing.T) {
 	evs, all := done()
 	if len(evs) != 2 || evs[0].EventType != lineage.Start || evs[1].EventType != lineage.Abort || evs[1].Run.Facets.ErrorMessage == nil {
 		t.Fatalf("events:\n%s", all)
+	}
+}
+
+// TestIngestCountsRowsForLineage: a COMPLETE says in
+// outputStatistics.rowCount (and the ingest's result in Rows) how many
+// records the provider's answers held, counted as they streamed into the
+// lake: for each of the five providers over the simulator (data.go.kr in
+// JSON and in XML), the rows wire.Extract reads back from every stored
+// page; 0 for an ingest the provider had no rows for; no rowCount at all
+// for answers whose rows could not be counted, whole or in part.
+func TestIngestCountsRowsForLineage(t *testing.T) {
+	reg := pagedRegistry(t, pagedDatasets)
+	st := newPagingStack(t, reg)
+	done := lineageFile(t, st.acts, "/lake")
+	ctx := context.Background()
+	ins := []IngestInput{
+		{Dataset: "kis-kospi-range", From: "2024-01-01", To: "2024-03-31"},
+		{Dataset: "ecos-base-rate-paged", From: "2024-01-01", To: "2024-06-30"},
+		{Dataset: "fred-dgs10-paged", From: "2024-01-01", To: "2024-06-30"},
+		{Dataset: "upbit-krw-btc-range", From: "2024-01-01", To: "2024-08-31"},
+		{Dataset: "datago-index-json", From: "2024-01-02", To: "2024-01-05"},
+		{Dataset: "datago-index-xml", From: "2024-01-02", To: "2024-01-05"},
+		{Dataset: "fred-dgs10-paged", From: "2025-03-10", LookBack: true},
+	}
+	want := make([]int64, len(ins))
+	for i, in := range ins {
+		res, err := st.acts.Ingest(ctx, in)
+		if err != nil || res.Key == "" {
+			t.Fatalf("ingest %+v: %+v, %v", in, res, err)
+		}
+		ds := reg.Dataset(in.Dataset)
+		for n := 1; n <= res.Pages; n++ {
+			rc, _, err := st.lake.OpenPage(ctx, res.Key, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := wire.Extract(page, ds.Wire.Rows)
+			if err != nil {
+				t.Fatalf("%s page %d: %v", ds.ID, n, err)
+			}
+			want[i] += int64(len(rows))
+		}
+		if want[i] == 0 {
+			t.Fatalf("%s %s..%s: no rows stored; the test wants some", ds.ID, in.From, in.To)
+		}
+		if res.Rows == nil || *res.Rows != want[i] {
+			t.Errorf("%s: result rows %v, want %d (%d pages)", ds.ID, res.Rows, want[i], res.Pages)
+		}
+		t.Logf("%s %s..%s: %d pages, %d rows", ds.ID, in.From, in.To, res.Pages, want[i])
+	}
+	evs, all := done()
+	if len(evs) != 2*len(ins) {
+		t.Fatalf("%d events, want %d:\n%s", len(evs), 2*len(ins), all)
+	}
+	for i, in := range ins {
+		c := evs[2*i+1]
+		if c.EventType != lineage.Complete || c.Run.Facets.Ingest.Dataset != in.Dataset {
+			t.Fatalf("event %d is not %s's COMPLETE:\n%s", 2*i+1, in.Dataset, all)
+		}
+		if s := c.Outputs[0].OutputFacets.Statistics; s.RowCount == nil || *s.RowCount != want[i] {
+			t.Errorf("%s: rowCount %v, want %d", in.Dataset, s.RowCount, want[i])
+		}
+	}
+	if !bytes.Contains(all, []byte(`"rowCount":`)) {
+		t.Errorf("no rowCount in the events' JSON:\n%s", all)
+	}
+
+	// Scripted answers of FRED's dataset: no rows at all, answers without
+	// FRED's observations, and a second page that lacks them.
+	ds := reg.Dataset("fred-dgs10-paged")
+	obs := func(n int) string {
+		return `{"observations":[` + strings.TrimSuffix(strings.Repeat(`{"date":"2024-01-02","value":"1"},`, n), ",") + `]}`
+	}
+	tests := []struct {
+		name  string
+		pages []string // "" is NoData
+		want  int64    // -1: no rowCount
+	}{
+		{"no data", []string{""}, 0},
+		{"pages of rows and an empty one", []string{obs(3), obs(0), obs(2)}, 5},
+		{"no observations place", []string{`{"error":"not FRED"}`}, -1},
+		{"page 2 cut short", []string{obs(2), `{"observations":[{"date":`}, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakePager{page: func(req connector.Request) (string, *connector.Request, error) {
+				n := req.PageOrFirst()
+				if tt.pages[n-1] == "" {
+					return "", nil, &connector.Error{Class: connector.NoData, Provider: "fred", Message: "no rows"}
+				}
+				if n == len(tt.pages) {
+					return tt.pages[n-1], nil, nil
+				}
+				next := req
+				next.Page = n + 1
+				return tt.pages[n-1], &next, nil
+			}}
+			lake, err := sink.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &Activities{cfg: Config{Registry: reg, Sink: lake}, log: slog.New(slog.DiscardHandler), connectors: map[string]connector.Connector{"fred": p}}
+			done := lineageFile(t, a, "/lake")
+			res, err := a.Ingest(ctx, IngestInput{Dataset: ds.ID, From: "2024-01-01", To: "2024-12-31"})
+			if err != nil {
+				t.Fatalf("ingest: %v", err)
+			}
+			evs, all := done()
+			if len(evs) != 2 || evs[1].EventType != lineage.Complete {
+				t.Fatalf("events:\n%s", all)
+			}
+			got := evs[1].Outputs[0].OutputFacets.Statistics.RowCount
+			switch {
+			case tt.want < 0 && (got != nil || res.Rows != nil):
+				t.Errorf("rowCount %d, result rows %v: want none, the rows could not be counted\n%s", *got, res.Rows, all)
+			case tt.want >= 0 && (got == nil || *got != tt.want || res.Rows == nil || *res.Rows != tt.want):
+				t.Errorf("rowCount %v, result rows %v, want %d\n%s", got, res.Rows, tt.want, all)
+			}
+			if tt.want == 0 && !bytes.Contains(all, []byte(`"rowCount":0`)) {
+				t.Errorf("no data says no \"rowCount\":0:\n%s", all)
+			}
+		})
 	}
 }

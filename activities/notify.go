@@ -114,13 +114,29 @@ func NotifyEvent(ctx context.Context, a *Activities, e watch.Event) {
 	}
 }
 
-// watchChanges returns the notified changes among a probe's.
-func watchChanges(provider string, changes []watch.Change) []notify.Change {
+// watchChanges returns the notified changes among a probe's, each saying
+// how many datasets of the provider the watch probes (notify.Change.Watched:
+// how a notification tells the provider's own down from some of its
+// datasets').
+func (a *Activities) watchChanges(provider string, changes []watch.Change) []notify.Change {
 	var out []notify.Change
 	for _, c := range changes {
 		if n, ok := notify.FromWatch(provider, c); ok {
+			n.Watched = a.watchedOf(provider)
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// watchedOf counts the registry's datasets of provider that the watch
+// probes (a probe section with an interval, as watchsync.Probed lists).
+func (a *Activities) watchedOf(provider string) int {
+	n := 0
+	for _, ds := range a.cfg.Registry.DatasetsOf(provider) {
+		if ds.Probe != nil && ds.Probe.IntervalMinutes > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -92,6 +92,19 @@ func TestProbeNotifiesAnOutageAndItsRecovery(t *testing.T) {
 	if c := fn.got[0]; c.Provider != "ecos" || c.Dataset != "ecos-722y001-0101000" || c.Key == "" {
 		t.Errorf("down change %+v", c)
 	}
+	// Each says how many of ecos's datasets the watch probes, for the
+	// notifier to tell ecos's own down from some of its datasets'.
+	watched := 0
+	for _, ds := range s.acts.cfg.Registry.DatasetsOf("ecos") {
+		if ds.Probe != nil && ds.Probe.IntervalMinutes > 0 {
+			watched++
+		}
+	}
+	for _, c := range fn.got {
+		if watched == 0 || c.Watched != watched {
+			t.Errorf("%s change says %d watched datasets of ecos, want %d", c.Kind, c.Watched, watched)
+		}
+	}
 }
 
 // TestOwnThrottlingIsNeverNotified: probes our limiter or quota held back

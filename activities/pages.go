@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/ratelimit/permit"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // fetched is what fetchPages did.
@@ -20,6 +21,11 @@ type fetched struct {
 	noData    bool   // every request's page 1 answered NoData: nothing stored
 	more      bool   // further pages announced, declined (paging: first_page)
 	sourceURL string // the first page's redacted URL
+	// rows counts the records of every page written, as each streamed
+	// through (wire.Counter); nil when a page's rows could not be counted
+	// for sure (its answer held no place for rows where the dataset's
+	// wire facts put them). 0 with noData.
+	rows *int64
 }
 
 // keyError is a lake key that cannot be built: bad input, not a failure.
@@ -65,7 +71,8 @@ type fetchPlan struct {
 // together (each page is bounded by the connector, bounds.max_page_mib): a
 // provider sending more fails the ingest as BadRequest, code too_large,
 // as soon as the sum passes the bound. Nothing is stored unless every
-// page arrived.
+// page arrived. Each page's records are counted as it streams through
+// (wire.Counter, under the dataset's row facts): no page is read twice.
 func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, ds *registry.Dataset, plan fetchPlan, maxPages int) (fetched, error) {
 	var out fetched
 	var w sink.Writer
@@ -80,6 +87,7 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 	var ext, contentType string
 	var fetchedAt time.Time
 	total := 0 // pages written, over every request
+	rows, counted := int64(0), ds.Wire != nil
 	size := &objectSize{max: ds.Bounds.OrDefault().ObjectBytes}
 	for _, dates := range plan.requests {
 		req := connector.Request{Dataset: ds, From: dates.From, To: dates.To, Priority: plan.priority}
@@ -110,7 +118,13 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 				resp.Body.Close()
 				return out, fail(connector.Transient, "paging", fmt.Sprintf("page %d is %s where page 1 was %s", total+1, resp.Ext, ext))
 			}
-			body := heartbeat.Reader(ctx, plan.observe.firstAnswer(resp, &objectReader{r: resp.Body, size: size}))
+			var rc *wire.Counter
+			var src io.Reader = resp.Body
+			if counted {
+				rc = wire.NewCounter(ds.Wire.Rows)
+				src = io.TeeReader(src, rc)
+			}
+			body := heartbeat.Reader(ctx, plan.observe.firstAnswer(resp, &objectReader{r: src, size: size}))
 			p, err := w.WritePage(body)
 			resp.Body.Close()
 			if size.over {
@@ -122,6 +136,10 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 				return out, fmt.Errorf("streaming %s page %d: %w", ds.ID, total+1, err)
 			}
 			total++
+			if rc != nil {
+				n, ok := rc.Count()
+				rows, counted = rows+int64(n), ok
+			}
 			if page > 1 && p.RawSHA256 == prevSHA {
 				return out, fail(connector.Transient, "paging_stuck",
 					fmt.Sprintf("page %d repeats page %d byte for byte: the provider's cursor did not advance", page, page-1))
@@ -149,8 +167,13 @@ func (a *Activities) fetchPages(ctx context.Context, conn connector.Connector, d
 			req = next
 		}
 	}
+	if counted {
+		out.rows = &rows
+	}
 	if w == nil {
 		out.noData = true
+		zero := int64(0)
+		out.rows = &zero // no page held a row: none, whatever the facts
 		return out, nil
 	}
 	meta := sink.Meta{ContentType: contentType, SourceURL: out.sourceURL, FetchedAt: fetchedAt, Window: sink.Window{From: plan.window.From, To: plan.window.To}}

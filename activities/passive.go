@@ -124,5 +124,5 @@ func (a *Activities) observe(ctx context.Context, o *passive, ds *registry.Datas
 	}
 	// An ingest's answer can be the probe that confirms a change (the
 	// second answer of a recovery): it is told like a probe's.
-	a.notifyChanges(ctx, watchChanges(ds.Provider, r.Changes))
+	a.notifyChanges(ctx, a.watchChanges(ds.Provider, r.Changes))
 }

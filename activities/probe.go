@@ -201,7 +201,7 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeResult, err
 	for _, c := range r.Changes {
 		a.log.Info("watch change", "dataset", c.Dataset, "kind", c.Kind, "from", c.From, "to", c.To, "summary", c.Summary)
 	}
-	a.notifyChanges(ctx, watchChanges(ds.Provider, r.Changes))
+	a.notifyChanges(ctx, a.watchChanges(ds.Provider, r.Changes))
 	return res, nil
 }
 

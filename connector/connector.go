@@ -161,6 +161,14 @@ type Endpointer interface {
 	Endpoint(ds *registry.Dataset) string
 }
 
+// TokenWarmer is a connector that calls with an access token it must
+// first obtain (KIS): WarmToken makes sure it holds a usable one — the
+// stored one, or one issued now — so that a batch about to start does not
+// make its first calls wait for the token endpoint.
+type TokenWarmer interface {
+	WarmToken(ctx context.Context) error
+}
+
 // EndpointOf is the path a dataset's calls go to under the base URL
 // (Endpointer), "/" when neither the connector nor the dataset names one.
 func EndpointOf(c Connector, ds *registry.Dataset) string {

@@ -5,7 +5,7 @@
 // ingest), its input (the provider endpoint: scheme, host and path, never
 // a query, a credential or a full request URL) and its output (the
 // dataset's prefix in the lake), with facets for the window asked, the
-// bytes, pages and objects written. An Emitter sends them to an HTTP
+// records, bytes, pages and objects written. An Emitter sends them to an HTTP
 // endpoint (Marquez's /api/v1/lineage) or appends them to a JSON-lines
 // file, off the ingest's path: an emission that fails is logged and
 // counted, never the ingest's failure. See docs/lineage.md.
@@ -151,11 +151,14 @@ type JobTypeFacet struct {
 }
 
 // OutputStatisticsFacet is the standard outputStatistics output facet:
-// the compressed bytes written and the objects written.
+// the records written, the compressed bytes written and the objects
+// written. RowCount is absent when the records could not be counted for
+// sure, never a guess.
 type OutputStatisticsFacet struct {
 	BaseFacet
-	Size      int64 `json:"size"`
-	FileCount int   `json:"fileCount"`
+	RowCount  *int64 `json:"rowCount,omitempty"`
+	Size      int64  `json:"size"`
+	FileCount int    `json:"fileCount"`
 }
 
 // IngestFacet (sluice_ingest, schema/SluiceIngestRunFacet.json) says what
@@ -217,6 +220,10 @@ type Result struct {
 	SHA256          string
 	Skipped         bool
 	NoData          bool
+	// Rows is the records the provider's answers held, counted as they
+	// streamed into the lake; nil when they could not be counted (the
+	// event then says no rowCount), 0 with NoData.
+	Rows *int64
 }
 
 // DefaultNamespace is the job namespace when none is configured.
@@ -236,7 +243,7 @@ func (in Ingest) CompleteEvent(at time.Time, r Result) Event {
 		objects = 0
 	}
 	ev.Outputs[0].OutputFacets = &OutputFacets{
-		Statistics: &OutputStatisticsFacet{BaseFacet: base(outputStatsSchema), Size: r.CompressedBytes, FileCount: objects},
+		Statistics: &OutputStatisticsFacet{BaseFacet: base(outputStatsSchema), RowCount: r.Rows, Size: r.CompressedBytes, FileCount: objects},
 		Lake: &LakeFacet{BaseFacet: base(lakeFacetSchema), Objects: objects, Object: redact.Text(r.Object), RawBytes: r.RawBytes,
 			CompressedBytes: r.CompressedBytes, Pages: r.Pages, SHA256: r.SHA256, Skipped: r.Skipped, NoData: r.NoData},
 	}

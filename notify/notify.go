@@ -3,7 +3,8 @@
 // (a dataset down, back up, degraded, late, caught up, its answer's shape
 // changed, a daily quota exhausted — never our own throttling nor a provider's
 // rate-limit answer), how they are grouped (one message per provider and
-// batch: a provider whose 100 datasets go down together is one message),
+// batch: a provider whose 100 datasets go down together is one message,
+// the provider's down when they are all it has),
 // which maintenance windows silence them, and how a notification is
 // written and signed for its sinks: a generic webhook (JSON body,
 // HMAC-SHA256 signature, an idempotency key) and a Slack-compatible
@@ -65,6 +66,10 @@ type Change struct {
 	From     string    `json:"from,omitempty"`
 	To       string    `json:"to,omitempty"`
 	Summary  string    `json:"summary"`
+	// Watched is how many datasets of the provider the watch probed when
+	// the change was made (0: not said): what GroupProviders compares a
+	// group's downs and recoveries with.
+	Watched int `json:"watched,omitempty"`
 }
 
 // key returns the stable key of a change's content.
@@ -144,13 +149,33 @@ type Notification struct {
 	Provider string    `json:"provider"`
 	Title    string    `json:"title"`
 	At       time.Time `json:"at"` // the latest change's time
-	Changes  []Change  `json:"changes"`
+	// State is the provider's own change (GroupProviders): Down when
+	// every dataset of it the watch probes went down within the group,
+	// Up when every one came back up; empty otherwise.
+	State Kind `json:"state,omitempty"`
+	// Watched is, with State, how many datasets of the provider the
+	// watch probes: all of them went State.
+	Watched int      `json:"watched,omitempty"`
+	Changes []Change `json:"changes"`
 }
 
 // Group returns one notification per provider for a batch of changes,
 // sorted by provider, each with its changes in time order; a change whose
 // key came earlier in the batch is dropped.
-func Group(changes []Change) []Notification {
+func Group(changes []Change) []Notification { return group(changes, false) }
+
+// GroupProviders is Group that also tells a provider's own change: when
+// every dataset of a provider the watch probes (Change.Watched, the
+// largest the group's changes say) ends the group down — its last down or
+// recovery in the group is a down — the notification is the provider's
+// down (State Down, title "kis down: 100 of 100 datasets"); when every
+// one comes back up from down, and none went down in the group, it is the
+// provider's recovery ("kis back up: 100 of 100 datasets"). The changes
+// are all still in Changes; Slack lists only those the provider's state
+// does not cover.
+func GroupProviders(changes []Change) []Notification { return group(changes, true) }
+
+func group(changes []Change, withState bool) []Notification {
 	seen := make(map[string]bool, len(changes))
 	byProvider := map[string][]Change{}
 	var providers []string
@@ -182,11 +207,94 @@ func Group(changes []Change) []Notification {
 			keys[i] = c.Key
 		}
 		sort.Strings(keys)
-		out = append(out, Notification{
-			ID: "sluice-" + key(keys...), Provider: p, Title: title(p, cs), At: cs[len(cs)-1].At, Changes: cs,
-		})
+		n := Notification{ID: "sluice-" + key(keys...), Provider: p, Title: title(p, cs), At: cs[len(cs)-1].At, Changes: cs}
+		if withState {
+			if state, watched := providerState(cs); state != "" {
+				n.State, n.Watched = state, watched
+				n.Title = stateTitle(p, state, watched, cs)
+			}
+		}
+		out = append(out, n)
 	}
 	return out
+}
+
+// providerState returns the provider's own change a group's changes (in
+// time order) make, and how many datasets the watch probes: Down when at
+// least that many datasets end the group down, Up when that many end it
+// back up from down and none went down; "" when neither, or when the
+// changes do not say how many datasets are watched.
+func providerState(cs []Change) (Kind, int) {
+	watched := 0
+	for _, c := range cs {
+		watched = max(watched, c.Watched)
+	}
+	if watched == 0 {
+		return "", 0
+	}
+	last := map[string]Kind{} // a dataset's last down or recovery from down
+	var datasets []string
+	anyDown := false
+	for _, c := range cs {
+		if !coveredKind(c) {
+			continue
+		}
+		if _, ok := last[c.Dataset]; !ok {
+			datasets = append(datasets, c.Dataset)
+		}
+		last[c.Dataset] = c.Kind
+		anyDown = anyDown || c.Kind == Down
+	}
+	count := map[Kind]int{}
+	for _, d := range datasets {
+		count[last[d]]++
+	}
+	switch {
+	case count[Down] >= watched:
+		return Down, count[Down]
+	case count[Up] >= watched && !anyDown:
+		return Up, count[Up]
+	}
+	return "", 0
+}
+
+// coveredKind reports whether a change is one a provider's state is made
+// of: a dataset's down, or its recovery from down (not from degraded).
+func coveredKind(c Change) bool {
+	return c.Dataset != "" && (c.Kind == Down || (c.Kind == Up && c.From == "down"))
+}
+
+// Covered reports whether a notification's provider State stands for c:
+// c is a dataset's change of the kind State says (so Slack need not list
+// it).
+func (n Notification) Covered(c Change) bool {
+	return n.State != "" && coveredKind(c) && c.Kind == n.State
+}
+
+// stateTitle is the title of a provider's own change: "kis down: 100 of
+// 100 datasets", and the group's other changes after it ("; 2 late").
+func stateTitle(provider string, state Kind, watched int, cs []Change) string {
+	t := fmt.Sprintf("%s %s: %d of %d datasets", provider, words[state], watched, watched)
+	var rest []Change
+	for _, c := range cs {
+		if !(coveredKind(c) && c.Kind == state) {
+			rest = append(rest, c)
+		}
+	}
+	if len(rest) == 0 {
+		return t
+	}
+	counts := map[Kind]int{}
+	for _, c := range rest {
+		counts[c.Kind]++
+	}
+	var parts []string
+	for _, k := range kindOrder {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, words[k]))
+		}
+	}
+	return t + "; " + strings.Join(parts, ", ")
 }
 
 // title says a group's changes in a line: "kis: kis.stock down" for one,

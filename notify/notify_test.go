@@ -280,3 +280,103 @@ func TestParseNamesFileFieldAndValue(t *testing.T) {
 		t.Fatalf("no variables: %+v %v", cfg, err)
 	}
 }
+
+// withWatched says of each change that its provider has n watched
+// datasets, as the activities do (Change.Watched).
+func withWatched(cs []Change, n int) []Change {
+	out := append([]Change(nil), cs...)
+	for i := range out {
+		out[i].Watched = n
+	}
+	return out
+}
+
+func ups(provider string, n int, at time.Time, from string) []Change {
+	var out []Change
+	for i := range n {
+		ds := fmt.Sprintf("%s.d%03d", provider, i)
+		kind := watch.ChangeState
+		if from == "degraded" {
+			kind = watch.ChangeDegraded
+		}
+		c, ok := FromWatch(provider, watch.Change{At: at.Add(time.Duration(i) * time.Second), Dataset: ds, Kind: kind, From: from, To: "up",
+			Summary: ds + " " + from + " → up"})
+		if !ok {
+			panic("not notified")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestGroupProvidersSaysTheProviderIsDown: when every watched dataset of
+// a provider went down within the group, the message is the provider's
+// down — "kis down: 100 of 100 datasets" — and its recovery likewise;
+// fewer than all, recoveries from slowness, a dataset back up within the
+// group, or changes that do not say how many datasets are watched stay
+// the datasets' message.
+func TestGroupProvidersSaysTheProviderIsDown(t *testing.T) {
+	late, _ := FromWatch("kis", watch.Change{At: t0.Add(time.Hour), Dataset: "kis.d001", Kind: watch.ChangeLate, Summary: "kis.d001 late"})
+	late2, _ := FromWatch("kis", watch.Change{At: t0.Add(time.Hour), Dataset: "kis.d002", Kind: watch.ChangeLate, Summary: "kis.d002 late"})
+	oneUp := ups("kis", 1, t0.Add(time.Hour), "down")
+	tests := []struct {
+		name    string
+		changes []Change
+		state   Kind
+		title   string
+	}{
+		{"all 100 down", withWatched(downs("kis", 100, t0), 100), Down, "kis down: 100 of 100 datasets"},
+		{"all 100 back up", withWatched(ups("kis", 100, t0, "down"), 100), Up, "kis back up: 100 of 100 datasets"},
+		{"all down and two late", withWatched(append(downs("kis", 100, t0), late, late2), 100), Down, "kis down: 100 of 100 datasets; 2 late"},
+		{"99 of 100 down", withWatched(downs("kis", 99, t0), 100), "", "kis: 99 datasets down"},
+		{"watched not said", downs("kis", 100, t0), "", "kis: 100 datasets down"},
+		{"one back up within the group", withWatched(append(downs("kis", 100, t0), oneUp...), 100), "", "kis: 100 down, 1 back up"},
+		{"back up from slowness", withWatched(ups("kis", 100, t0, "degraded"), 100), "", "kis: 100 datasets back up"},
+		{"down and back up within the group", withWatched(append(downs("kis", 3, t0), ups("kis", 3, t0.Add(time.Hour), "down")...), 3), "", "kis: 3 down, 3 back up"},
+		{"the largest watched count holds", append(withWatched(downs("kis", 2, t0), 2), withWatched(downs("kis", 3, t0)[2:], 4)...), "", "kis: 3 datasets down"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := GroupProviders(tt.changes)
+			if len(ns) != 1 {
+				t.Fatalf("%d notifications", len(ns))
+			}
+			n := ns[0]
+			if n.State != tt.state || n.Title != tt.title || len(n.Changes) != len(tt.changes) {
+				t.Errorf("state %q, title %q, %d changes; want %q, %q, %d", n.State, n.Title, len(n.Changes), tt.state, tt.title, len(tt.changes))
+			}
+			if tt.state != "" && n.Watched == 0 {
+				t.Errorf("state %s with no watched count", n.State)
+			}
+			if old := Group(tt.changes)[0]; old.State != "" || old.ID != n.ID {
+				t.Errorf("Group: state %q, id %s (GroupProviders' %s): want no state and the same id", old.State, old.ID, n.ID)
+			}
+		})
+	}
+	// One line for the provider in Slack, and the changes it does not
+	// cover listed.
+	n := GroupProviders(withWatched(append(downs("kis", 100, t0), late), 100))[0]
+	b, err := Slack(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	want := "kis down: 100 of 100 datasets; 1 late\n• all 100 watched datasets of kis down\n• kis.d001 late"
+	if v.Text != want {
+		t.Errorf("slack text %q, want %q", v.Text, want)
+	}
+	// The webhook says the state and keeps every change for machines.
+	b, err = Webhook(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wb WebhookBody
+	if err := json.Unmarshal(b, &wb); err != nil || wb.State != Down || wb.Watched != 100 || len(wb.Changes) != 101 || wb.Changes[0].Watched != 100 {
+		t.Errorf("webhook body state %q watched %d, %d changes: %v", wb.State, wb.Watched, len(wb.Changes), err)
+	}
+}

@@ -105,12 +105,24 @@ type slackText struct {
 }
 
 // Slack returns the Slack-compatible body of a notification: the title
-// and one line per change (at most 20, then a count of the rest).
+// and one line per change (at most 20, then a count of the rest). A
+// provider's own change (State) is one line for the datasets it covers,
+// and only the changes it does not cover are listed.
 func Slack(n Notification) ([]byte, error) {
 	var lines []string
-	for i, c := range n.Changes {
+	changes := n.Changes
+	if n.State != "" {
+		lines = append(lines, fmt.Sprintf("• all %d watched datasets of %s %s", n.Watched, n.Provider, words[n.State]))
+		changes = nil
+		for _, c := range n.Changes {
+			if !n.Covered(c) {
+				changes = append(changes, c)
+			}
+		}
+	}
+	for i, c := range changes {
 		if i == maxSlackLines {
-			lines = append(lines, fmt.Sprintf("…and %d more", len(n.Changes)-i))
+			lines = append(lines, fmt.Sprintf("…and %d more", len(changes)-i))
 			break
 		}
 		lines = append(lines, "• "+c.Summary)

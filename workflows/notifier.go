@@ -68,11 +68,25 @@ type NotifierInput struct {
 	Outbox []activities.NotifyDelivery `json:"outbox,omitempty"`
 	// Seen are the keys of the most recent changes, oldest first.
 	Seen []string `json:"seen,omitempty"`
+	// Groups are the providers' groups still held (their changes in
+	// Pending), with when their first and latest changes came, so that a
+	// group's window and GroupMax run on across continue-as-new (runs
+	// with "notifier-provider-groups" 3).
+	Groups []NotifierGroup `json:"groups,omitempty"`
 	// Delivered and Failed count deliveries over every run; Runs the
 	// runs before.
 	Delivered int64 `json:"delivered,omitempty"`
 	Failed    int64 `json:"failed,omitempty"`
 	Runs      int   `json:"runs,omitempty"`
+}
+
+// NotifierGroup is a provider's group of changes held by the notifier:
+// when its first change came (GroupMax counts from it) and its latest
+// (the group window counts from it), on the workflow clock.
+type NotifierGroup struct {
+	Provider string    `json:"provider"`
+	First    time.Time `json:"first"`
+	Last     time.Time `json:"last"`
 }
 
 // NotifierStatus is what NotifierStateQuery returns.
@@ -93,7 +107,8 @@ type NotifierStatus struct {
 // they confirm as NotifierSignal signals (NotifierClient); it drops a
 // change it has seen (by key), collects the rest for GroupWindow after
 // the first, groups them — one notification per provider
-// (notify.Group) — and delivers each to every sink the workers configure
+// (notify.GroupProviders: the provider's own down when all its watched
+// datasets went down) — and delivers each to every sink the workers configure
 // (the NotifySinks activity), one NotifyDeliver activity per sink and
 // notification, in order per sink, retried with a backoff capped at a
 // minute for a day: a receiver down ten minutes gets every notification,
@@ -101,7 +116,8 @@ type NotifierStatus struct {
 // at least once; the Idempotency-Key (the notification's id, stable
 // across attempts) lets a receiver keep exactly one. It continues as new
 // every notifierBatchesPerRun batches, when the server suggests it or a
-// new version waits, carrying its pending changes and undelivered
+// new version waits, carrying its pending changes, the groups they are
+// held in (with their first and latest change times) and undelivered
 // notifications (their activities cancelled and started again).
 func Notifier(ctx workflow.Context, in NotifierInput) error {
 	// Runs recorded before it batched every provider's changes once the
@@ -110,7 +126,15 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 	// GroupMax): the datasets of a provider whose first probes are spread
 	// over the interval are confirmed down minutes apart, and stay one
 	// message.
-	groups := workflow.GetVersion(ctx, notifierGroupsVersion, workflow.DefaultVersion, 1)
+	//
+	// Version 2: a group in which every dataset of a provider the watch
+	// probes went down (or came back up) is the provider's own down (or
+	// recovery), one line instead of a line a dataset
+	// (notify.GroupProviders). Version 3: the groups still held cross
+	// continue-as-new with their first and latest change times
+	// (NotifierInput.Groups), so a group's window and GroupMax hold across
+	// it; before, a carried group started again at the new run's start.
+	groups := workflow.GetVersion(ctx, notifierGroupsVersion, workflow.DefaultVersion, 3)
 	window := in.GroupWindow
 	if window <= 0 {
 		window = notify.DefaultGroupWindow
@@ -224,6 +248,9 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 	// one delivery per sink.
 	send := func(changes []notify.Change) error {
 		notes := notify.Group(changes)
+		if groups >= 2 {
+			notes = notify.GroupProviders(changes)
+		}
 		var sinks []string
 		if err := workflow.ExecuteActivity(sinksCtx, a.NotifySinks).Get(ctx, &sinks); err != nil {
 			return fmt.Errorf("listing notification sinks: %w", err)
@@ -239,8 +266,14 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 		}
 		return nil
 	}
+	var carried []NotifierGroup
+	if groups >= 3 {
+		carried = in.Groups
+	}
+	held := func() []NotifierGroup { return nil }
 	if groups >= 1 {
-		if err := notifyByProvider(ctx, ch, window, hold, &pending, &arrived, drain, send); err != nil {
+		var err error
+		if held, err = notifyByProvider(ctx, ch, window, hold, carried, &pending, &arrived, drain, send); err != nil {
 			return err
 		}
 	}
@@ -276,30 +309,48 @@ func Notifier(ctx workflow.Context, in NotifierInput) error {
 		return err
 	}
 	drain()
-	return deployment.ContinueAsNew(ctx, Notifier, NotifierInput{
+	cont := NotifierInput{
 		GroupWindow: in.GroupWindow, GroupMax: in.GroupMax, Pending: pending, Outbox: outbox, Seen: seenOrder,
 		Delivered: st.Delivered, Failed: st.Failed, Runs: st.Run,
-	})
+	}
+	if groups >= 3 {
+		cont.Groups = held()
+	}
+	return deployment.ContinueAsNew(ctx, Notifier, cont)
 }
 
 // notifierGroupsVersion is the workflow.GetVersion change id of the
-// per-provider groups (version 1).
+// per-provider groups (version 1), the provider's own down and recovery
+// (version 2) and the groups carried across continue-as-new (version 3).
 const notifierGroupsVersion = "notifier-provider-groups"
 
 // notifyByProvider is the notifier's loop from "notifier-provider-groups"
 // on: each provider's changes are held until none of its changes has come
 // for window, or hold has passed since its first, then sent as one
-// notification; other providers' groups go on. drain adds the changes
-// signalled to *pending (and their providers to *arrived); what is still
-// held in it when this returns — after notifierBatchesPerRun sends, or
-// when the server suggests continuing as new — is carried to the next
-// run.
-func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, hold time.Duration, pending *[]notify.Change,
-	arrived *[]string, drain func(), send func([]notify.Change) error) error {
+// notification; other providers' groups go on. carried are the groups
+// the last run held (their changes in *pending), which go on with their
+// times. drain adds the changes signalled to *pending (and their
+// providers to *arrived); what is still held in it when this returns —
+// after notifierBatchesPerRun sends, or when the server suggests
+// continuing as new — is carried to the next run, and the function it
+// returns gives the groups held then (those of changes that came since
+// starting now), for the next run's input.
+func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, hold time.Duration, carried []NotifierGroup,
+	pending *[]notify.Change, arrived *[]string, drain func(), send func([]notify.Change) error) (func() []NotifierGroup, error) {
 	type group struct{ first, last time.Time }
 	// groups by provider, and providers in order: no map is ranged over.
 	groups := map[string]*group{}
 	var providers []string
+	waiting := map[string]bool{} // providers with pending changes
+	for _, c := range *pending {
+		waiting[c.Provider] = true
+	}
+	for _, g := range carried {
+		if waiting[g.Provider] && groups[g.Provider] == nil && !g.First.IsZero() && !g.Last.Before(g.First) {
+			groups[g.Provider] = &group{first: g.First, last: g.Last}
+			providers = append(providers, g.Provider)
+		}
+	}
 	stamp := func() {
 		now := workflow.Now(ctx)
 		for _, c := range *pending {
@@ -319,8 +370,17 @@ func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, 
 		*arrived = (*arrived)[:0]
 		sort.Strings(providers)
 	}
+	open := func() []NotifierGroup {
+		drain()
+		stamp()
+		out := make([]NotifierGroup, 0, len(providers))
+		for _, p := range providers {
+			out = append(out, NotifierGroup{Provider: p, First: groups[p].first, Last: groups[p].last})
+		}
+		return out
+	}
 	drain()
-	stamp() // pending carried from the last run start their groups now
+	stamp() // pending carried from the last run without a carried group start theirs now
 	for sent := 0; sent < notifierBatchesPerRun && !deployment.Suggested(ctx); {
 		now := workflow.Now(ctx)
 		due := map[string]bool{}
@@ -357,7 +417,7 @@ func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, 
 			}
 			providers = left
 			if err := send(out); err != nil {
-				return err
+				return open, err
 			}
 			sent++
 			continue
@@ -365,15 +425,15 @@ func notifyByProvider(ctx workflow.Context, ch workflow.ReceiveChannel, window, 
 		woken := func() bool { return ch.Len() > 0 || deployment.Suggested(ctx) }
 		if next.IsZero() {
 			if err := workflow.Await(ctx, woken); err != nil {
-				return err
+				return open, err
 			}
 		} else if _, err := workflow.AwaitWithTimeout(ctx, next.Sub(now), woken); err != nil {
-			return err
+			return open, err
 		}
 		drain()
 		stamp()
 	}
-	return nil
+	return open, nil
 }
 
 // NotifierClient passes notified changes to the notifier workflow

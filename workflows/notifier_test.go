@@ -351,3 +351,119 @@ func TestNotifierHoldsAProviderAtMostGroupMax(t *testing.T) {
 		}
 	}
 }
+
+// watched says of each change that its provider has n watched datasets,
+// as the activities do (notify.Change.Watched), through the JSON the
+// notifier's signal carries.
+func watched(cs []notify.Change, n int) []notify.Change {
+	for i := range cs {
+		if err := json.Unmarshal(fmt.Appendf(nil, `{"watched":%d}`, n), &cs[i]); err != nil {
+			panic(err)
+		}
+	}
+	return cs
+}
+
+// TestNotifierSaysAProviderIsDown: all 100 watched datasets of kis
+// confirmed down 30 s apart make one message saying kis is down, "kis
+// down: 100 of 100 datasets" (not "kis: 100 datasets down" listing
+// them), and their recovery "kis back up: 100 of 100 datasets"; one of
+// fred's three watched datasets down stays a dataset's message.
+func TestNotifierSaysAProviderIsDown(t *testing.T) {
+	rc, url := newHookReceiver(t, "k", nil)
+	cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+	ne := newNotifierEnv(t, cfg)
+	for i := range 100 {
+		ne.signalAt(time.Duration(i)*30*time.Second+time.Second, watched(downChanges("kis", i, 1), 100))
+	}
+	ne.signalAt(20*time.Minute, watched(downChanges("fred", 0, 1), 3))
+	for i := range 100 {
+		ds := fmt.Sprintf("kis.d%03d", i)
+		up, _ := notify.FromWatch("kis", watch.Change{At: notifyT0.Add(2*time.Hour + time.Duration(i)*time.Second), Dataset: ds,
+			Kind: watch.ChangeState, From: "down", To: "up", Summary: ds + " down → up"})
+		ne.signalAt(2*time.Hour+time.Duration(i)*time.Second, watched([]notify.Change{up}, 100))
+	}
+	ne.env.RegisterDelayedCallback(func() { ne.env.CancelWorkflow() }, 4*time.Hour)
+	ne.env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{GroupWindow: 2 * time.Minute})
+	var titles []string
+	for _, k := range rc.kept() {
+		titles = append(titles, k.Title)
+	}
+	want := []string{"fred: fred.d000 down", "kis down: 100 of 100 datasets", "kis back up: 100 of 100 datasets"}
+	if fmt.Sprint(titles) != fmt.Sprint(want) {
+		t.Fatalf("receiver kept %q, want %q", titles, want)
+	}
+	if kept := rc.kept(); len(kept[1].Changes) != 100 || len(kept[2].Changes) != 100 {
+		t.Errorf("the provider's messages hold %d and %d changes, want each dataset's 100", len(kept[1].Changes), len(kept[2].Changes))
+	}
+}
+
+// TestNotifierGroupTimesCrossContinueAsNew: a provider's group held when
+// the notifier continues as new keeps its first and latest change times
+// in the next run. kis's datasets go down one every 70 s from 1 s, with a
+// 2-minute window and a 30-minute bound; fred's one down, sent at 6 min,
+// ends the first run (one send a run). The next run sends kis's group 30
+// minutes after its first change (at 30 min 1 s), as one run would
+// have; before, the group started again with the next run and went out
+// 30 minutes after it began (36 min). Likewise a group quiet since 5 min
+// 51 s is sent at 7 min 51 s, not 2 minutes after the next run began
+// (8 min).
+func TestNotifierGroupTimesCrossContinueAsNew(t *testing.T) {
+	defer workflows.SetNotifierBatchesPerRun(1)()
+	tests := []struct {
+		name string
+		kis  int           // kis downs, one every 70 s from 1 s
+		fred time.Duration // fred's down
+		want time.Duration // kis's message, from the first run's start
+		held int           // the changes it holds
+	}{
+		{"held at most group max", 60, 4 * time.Minute, 30*time.Minute + time.Second, 26},
+		{"quiet for the window", 6, 4 * time.Minute, 7*time.Minute + 51*time.Second, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc, url := newHookReceiver(t, "k", nil)
+			cfg := &notify.Config{Sinks: []notify.Sink{{Name: "ops", Type: notify.WebhookSink, URL: url, Key: []byte("k")}}}
+			in := workflows.NotifierInput{GroupWindow: 2 * time.Minute, GroupMax: 30 * time.Minute}
+			start := notifyT0
+			var kisAt time.Duration
+			for run := 1; run <= 3 && kisAt == 0; run++ {
+				ne := newNotifierEnv(t, cfg)
+				ne.env.SetStartTime(start)
+				offset := start.Sub(notifyT0)
+				for i := range tt.kis {
+					if at := time.Duration(i)*70*time.Second + time.Second - offset; at > 0 {
+						ne.signalAt(at, downChanges("kis", i, 1))
+					}
+				}
+				if at := tt.fred - offset; at > 0 {
+					ne.signalAt(at, downChanges("fred", 0, 1))
+				}
+				ne.env.RegisterDelayedCallback(func() { ne.env.CancelWorkflow() }, 3*time.Hour)
+				ne.env.ExecuteWorkflow(workflows.NotifierName, in)
+				for _, k := range rc.kept() {
+					if k.Provider == "kis" && kisAt == 0 {
+						kisAt = ne.attempts[len(ne.attempts)-1].Sub(notifyT0)
+					}
+				}
+				var can *workflow.ContinueAsNewError
+				if err := ne.env.GetWorkflowError(); kisAt == 0 && !errors.As(err, &can) {
+					t.Fatalf("run %d ended without kis's message nor continuing as new: %v", run, err)
+				} else if can != nil {
+					in = workflows.NotifierInput{}
+					if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+						t.Fatal(err)
+					}
+					start = ne.env.Now()
+					t.Logf("run %d continued as new at %s with %d changes pending", run, start.Sub(notifyT0), len(in.Pending))
+				}
+			}
+			if kisAt != tt.want {
+				t.Errorf("kis's message went out at %s, want %s", kisAt, tt.want)
+			}
+			if kept := rc.kept(); len(kept) != 2 || kept[0].Provider != "fred" || len(kept[1].Changes) != tt.held {
+				t.Errorf("receiver kept %d notifications, want fred's then kis's %d changes", len(kept), tt.held)
+			}
+		})
+	}
+}

@@ -140,9 +140,11 @@ func replayAnswers(t *testing.T, file string, opt replaycheck.Options) replayche
 // sink) with what the replayed code schedules: the notifier answers no
 // update, so these are its recorded answers. notifier-v1.json was
 // recorded before the per-provider groups (workflow.GetVersion
-// "notifier-provider-groups").
+// "notifier-provider-groups"), notifier-v2.json with them (version 1),
+// before a provider's own down and recovery (2) and the groups' times
+// carried across continue-as-new (3).
 func TestReplayNotifier(t *testing.T) {
-	for _, file := range []string{"notifier.json", "notifier-v1.json"} {
+	for _, file := range []string{"notifier.json", "notifier-v2.json", "notifier-v1.json"} {
 		t.Run(file, func(t *testing.T) {
 			if _, err := os.Stat(filepath.Join("testdata", file)); err != nil {
 				t.Fatal(err)
@@ -171,7 +173,7 @@ func TestReplayNotifierSeesAChangedNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Payloads are base64 JSON: edit the decoded title and encode back.
-	edited, n := editPayloads(t, data, "kis: 3 datasets down", "kis: 3 datasets up")
+	edited, n := editPayloads(t, data, "kis down: 3 of 3 datasets", "kis: 3 datasets down")
 	if n != 1 {
 		t.Fatalf("%d recorded payloads hold the title, want 1", n)
 	}

@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/codec"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/embedded"
@@ -152,6 +154,21 @@ func (f *devFlags) run(ctx context.Context, out, errOut io.Writer) error {
 	if err := f.startWorker(ctx, s, log); err != nil {
 		return err
 	}
+	// Access tokens (KIS's) are fetched while the rest starts, so that the
+	// batch's first calls wait for their permits only.
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		if f.noIngest {
+			return
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := activities.WarmTokens(wctx, s.w.Activities(), f.batchProviders(s.reg)); err != nil && ctx.Err() == nil {
+			log.Info("fetching access tokens before the batch (its calls will ask for them)", "err", err)
+		}
+	}()
+	defer func() { <-warmed }()
 
 	fmt.Fprintf(out, "Temporal   %s (namespace %s)\n", s.srv.FrontendHostPort(), s.srv.Namespace())
 	fmt.Fprintf(out, "Web UI     %s\n", s.srv.UIURL())
@@ -177,6 +194,11 @@ func (f *devFlags) run(ctx context.Context, out, errOut io.Writer) error {
 
 	failed := false
 	if !f.noIngest {
+		select {
+		case <-warmed:
+		case <-ctx.Done():
+			return nil
+		}
 		res, err := f.runBatch(ctx, out, s)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
@@ -344,6 +366,21 @@ func (f *devFlags) printStack(out io.Writer, s *devStack) {
 
 // runBatch runs the daily ingest of --date, follows it and prints its
 // summary table (with the simulator's counts when it runs).
+// batchProviders are the providers the batch calls: --provider's, and
+// those of --dataset's datasets; nil (every provider) when neither is set.
+func (f *devFlags) batchProviders(reg *registry.Registry) []string {
+	if len(f.datasets) == 0 {
+		return f.providers
+	}
+	out := slices.Clone(f.providers)
+	for _, id := range f.datasets {
+		if ds := reg.Dataset(id); ds != nil && !slices.Contains(out, ds.Provider) {
+			out = append(out, ds.Provider)
+		}
+	}
+	return out
+}
+
 func (f *devFlags) runBatch(ctx context.Context, out io.Writer, s *devStack) (workflows.DailyIngestResult, error) {
 	run, err := startDaily(ctx, s.tc, "sluice", workflows.DailyIngestInput{Date: f.date, Providers: f.providers, Datasets: f.datasets})
 	if err != nil {

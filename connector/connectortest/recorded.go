@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
 	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Recorded is a provider's corpus of answers recorded from the real
@@ -88,6 +90,12 @@ type RecordedExpect struct {
 	// More, for a success: whether the page says further pages follow
 	// (Response.Next).
 	More *bool `yaml:"more"`
+	// Rows, for a success: how many records the answer holds where the
+	// dataset's wire facts put them, counted by hand from the body, which
+	// a wire.Counter streaming it must count; "none" when the answer has
+	// no place for rows there, so that no count may be given. Empty: the
+	// rows wire.Extract reads, or no count where it finds no place.
+	Rows string `yaml:"rows"`
 	// Confirm: the answer is ambiguous, confirmed only by this many in a
 	// row (Error.Confirm): the first answers are unconfirmed Transient
 	// errors whose Unconfirmed is Class, the Confirm-th has Class.
@@ -127,6 +135,14 @@ func LoadRecorded(dir string) ([]RecordedCase, error) {
 			return nil, fmt.Errorf("%s: field expect.class is empty", where)
 		}
 		seen[c.Name] = true
+		if r := c.Expect.Rows; r != "" {
+			if n, err := strconv.Atoi(r); (err != nil || n < 0) && r != "none" {
+				return nil, fmt.Errorf("%s: field expect.rows %q: want a count of rows or none", where, r)
+			}
+			if c.Expect.Class != "ok" || c.Probe {
+				return nil, fmt.Errorf("%s: field expect.rows is set on a case that hands on no answer (class %s, probe %v)", where, c.Expect.Class, c.Probe)
+			}
+		}
 		if c.Expect.Class != "ok" {
 			if _, err := connector.ParseClass(c.Expect.Class); err != nil {
 				return nil, fmt.Errorf("%s: field expect.class: %w", where, err)
@@ -197,8 +213,11 @@ func RunRecorded(t *testing.T, r Recorded) {
 			}
 			n := max(c.Expect.Confirm, 1)
 			for i := 1; i <= n; i++ {
-				more, err := runOnce(cn, ds, c.Probe)
+				more, count, err := runOnce(cn, ds, c.Probe)
 				checkRecorded(t, c, p.Location, i, more, err)
+				if err == nil && !c.Probe {
+					checkCount(t, c, ds, count)
+				}
 			}
 		})
 	}
@@ -219,26 +238,57 @@ func answerFor(c RecordedCase, fallback map[string]Answer, path string) (Answer,
 	return own, c.Path == ""
 }
 
-// runOnce fetches (or probes) ds once and reads the page to its end; more
+// runOnce fetches (or probes) ds once and reads the page to its end,
+// counting its rows as they stream (wire.Counter, as an ingest does); more
 // reports whether the page named a next one.
-func runOnce(cn connector.Connector, ds *registry.Dataset, probe bool) (bool, error) {
+func runOnce(cn connector.Connector, ds *registry.Dataset, probe bool) (bool, *wire.Counter, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if probe {
 		_, err := cn.Probe(ctx, ds)
-		return false, err
+		return false, nil, err
 	}
 	today := connector.CivilDate(SimNow)
 	resp, err := cn.Fetch(ctx, connector.Request{Dataset: ds, From: today.AddDate(0, 0, -7), To: today.AddDate(0, 0, -1)})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return false, err
+	count := wire.NewCounter(ds.Wire.Rows)
+	if _, err := io.Copy(count, resp.Body); err != nil {
+		return false, nil, err
 	}
 	_, more, err := connector.NextPage(resp)
-	return more, err
+	return more, count, err
+}
+
+// checkCount checks the rows counted of a recorded answer the connector
+// handed on: the case's expect.rows, else the rows wire.Extract reads in
+// the recorded body under the dataset's facts, or, where Extract finds no
+// rows' place in it, no count at all (never a guess).
+func checkCount(t *testing.T, c RecordedCase, ds *registry.Dataset, count *wire.Counter) {
+	t.Helper()
+	n, sure := count.Count()
+	what := fmt.Sprintf("%s (recorded at %s)", c.Name, c.Source)
+	rows, err := wire.Extract([]byte(c.Body), ds.Wire.Rows)
+	switch want := c.Expect.Rows; {
+	case want == "none":
+		if sure {
+			t.Errorf("%s: counted %d rows streaming an answer with no rows' place: want no count", what, n)
+		}
+	case want != "":
+		w, _ := strconv.Atoi(want)
+		if !sure || n != w {
+			t.Errorf("%s: counted %d rows (sure %v) streaming the answer; it holds %d", what, n, sure, w)
+		}
+		if err == nil && len(rows) != w {
+			t.Errorf("%s: wire.Extract reads %d rows; the case says it holds %d", what, len(rows), w)
+		}
+	case err == nil && (!sure || n != len(rows)):
+		t.Errorf("%s: counted %d rows (sure %v) streaming the answer; it holds %d", what, n, sure, len(rows))
+	case err != nil && sure:
+		t.Errorf("%s: counted %d rows streaming an answer wire.Extract reads no rows in (%v): want no count or expect.rows", what, n, err)
+	}
 }
 
 // checkRecorded checks the i-th answer to case c.

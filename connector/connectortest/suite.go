@@ -125,7 +125,8 @@ const (
 // whose answers are read with wire.Extract under the dataset's facts
 // (registry.Dataset.Wire): every row must carry its period, in the
 // declared format, and a value; a page must hold at most the facts'
-// PageRows rows (or Limit); rows are newest first when the facts say so.
+// PageRows rows (or Limit); rows are newest first when the facts say so;
+// a wire.Counter the page streams through counts the rows Extract reads.
 type FetchCase struct {
 	Name string
 	// Dataset builds the dataset asked for (a copy of a sample asking
@@ -447,7 +448,8 @@ func (s *Suite) runFetch(t *testing.T, c FetchCase) {
 		if err != nil {
 			t.Fatalf("page %d: %v", page, err)
 		}
-		body, err := io.ReadAll(resp.Body)
+		count := wire.NewCounter(ds.Wire.Rows)
+		body, err := io.ReadAll(io.TeeReader(resp.Body, count))
 		resp.Body.Close()
 		if err != nil {
 			t.Fatalf("page %d: reading: %v", page, err)
@@ -455,6 +457,11 @@ func (s *Suite) runFetch(t *testing.T, c FetchCase) {
 		got, err := wire.Extract(body, ds.Wire.Rows)
 		if err != nil {
 			t.Fatalf("page %d: %v\n%s", page, err, truncate(body))
+		}
+		// An ingest counts the rows as the page streams (lineage's
+		// rowCount): the count is the rows the page holds.
+		if n, sure := count.Count(); !sure || n != len(got) {
+			t.Errorf("page %d: counted %d rows (sure %v) streaming it; it holds %d", page, n, sure, len(got))
 		}
 		if len(got) == 0 || len(got) > pageMax {
 			t.Errorf("page %d: %d rows, want 1 to %d (the declared rows a call)", page, len(got), pageMax)

@@ -706,3 +706,30 @@ func TestTokenIssuedIsReported(t *testing.T) {
 		t.Errorf("the refresh reported as %+v", got[1])
 	}
 }
+
+// TestWarmTokenFetchesTheTokenBeforeTheFirstCall: WarmToken gets the
+// token a batch's first call would otherwise wait for — once, however
+// often it is asked — and the calls that follow use it without asking
+// tokenP; a second process sharing the store finds it there.
+func TestWarmTokenFetchesTheTokenBeforeTheFirstCall(t *testing.T) {
+	e := setup(t)
+	c := e.connector(t)
+	var w connector.TokenWarmer = c
+	for range 3 {
+		if err := w.WarmToken(context.Background()); err != nil {
+			t.Fatalf("WarmToken: %v", err)
+		}
+	}
+	if tokens, data := e.fake.counts(); tokens != 1 || data != 0 {
+		t.Fatalf("after warming: %d token calls, %d data calls; want 1 and 0", tokens, data)
+	}
+	if _, _, err := fetchBody(t, c, e.request()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.connector(t).WarmToken(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tokens, data := e.fake.counts(); tokens != 1 || data != 1 {
+		t.Errorf("after a call and another process's warming: %d token calls, %d data calls; want 1 and 1", tokens, data)
+	}
+}

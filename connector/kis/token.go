@@ -153,6 +153,23 @@ func (c *Connector) token(ctx context.Context, appKey, appSecret, rejected strin
 	return out.AccessToken, fresh, nil
 }
 
+// WarmToken makes sure the connector holds a usable access token: the
+// one in memory or in the token store, else one issued now (under the
+// store's lock and the once-a-minute rule, as for a call).
+func (c *Connector) WarmToken(ctx context.Context) error {
+	b := c.Base()
+	appKey, err := b.Credential("app_key")
+	if err != nil {
+		return err
+	}
+	appSecret, err := b.Credential("app_secret")
+	if err != nil {
+		return err
+	}
+	_, _, err = c.token(ctx, appKey, appSecret, "")
+	return err
+}
+
 func (c *Connector) memory(rejected string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -27,11 +27,12 @@ const notifierKey = "record-notifier-key"
 
 // recordNotifier runs the notifier on a worker of its own, delivering to
 // a webhook receiver on loopback that refuses its first two attempts:
-// three datasets of kis down and one of fred within a group window, in
-// two signals 400 ms apart, one of them signalled twice, then kis's
-// recovery. It waits for the three
-// notifications, queries the notifier's state, terminates it and returns
-// its run id.
+// the three watched datasets of kis down and one of fred's two within a
+// group window, in two signals 400 ms apart, one of them signalled
+// twice — kis's down ("kis down: 3 of 3 datasets") and fred's dataset's —
+// then kis's recovery, all three datasets back up ("kis back up: 3 of 3
+// datasets"). It waits for the three notifications, queries the
+// notifier's state, terminates it and returns its run id.
 func recordNotifier(ctx context.Context, tc client.Client, reg *registry.Registry, tmp string, log *slog.Logger) (string, error) {
 	const queue = "record-notifier"
 	var mu sync.Mutex
@@ -70,6 +71,7 @@ func recordNotifier(ctx context.Context, tc client.Client, reg *registry.Registr
 		if !ok {
 			panic("not notified: " + ds)
 		}
+		c.Watched = map[string]int{"kis": 3, "fred": 2}[provider] // as the activities say it
 		return c
 	}
 	wait := func(n int) error {
@@ -100,7 +102,8 @@ func recordNotifier(ctx context.Context, tc client.Client, reg *registry.Registr
 	if err := wait(2); err != nil {
 		return "", err
 	}
-	if err := nc.Notify(ctx, []notify.Change{change("kis", "kis-a", time.Hour, "down", "up")}); err != nil {
+	if err := nc.Notify(ctx, []notify.Change{change("kis", "kis-a", time.Hour, "down", "up"), change("kis", "kis-b", time.Hour, "down", "up"),
+		change("kis", "kis-c", time.Hour+time.Second, "down", "up")}); err != nil {
 		return "", err
 	}
 	if err := wait(3); err != nil {
