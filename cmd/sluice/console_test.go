@@ -52,7 +52,7 @@ func TestConsoleLoggerKeepsInfoOffTheConsole(t *testing.T) {
 }
 
 // TestDevConsole runs sluice dev --once over two datasets with the watch
-// running: the console shows the addresses, the log file's path, the
+// running (on devTestRegistry's datasets): the console shows the addresses, the log file's path, the
 // summary with each provider's bound and the ratio to it, and the watch
 // in one line; the info lines (the watch's changes among them) go to the
 // log file and not to the console.
@@ -65,11 +65,12 @@ func TestDevConsole(t *testing.T) {
 	cmd := newRootCmd()
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
-	cmd.SetArgs([]string{"dev", "--once", "--no-schedules", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
+	t.Cleanup(func() { registryDir = "" }) // the flag's variable is package state
+	cmd.SetArgs([]string{"dev", "--registry", devTestRegistry, "--once", "--no-schedules", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
 		"--status-addr", "off", "--metrics-addr", "", "--log-level", "info", "--date", "2026-11-20",
 		"--dataset", "fred-dgs10", "--dataset", "upbit-krw-btc"})
-	// A bound, not a timing assertion: embedded servers and 193
-	// watches under -race on a busy 2-core machine take minutes.
+	// A bound, not a timing assertion: embedded servers under -race on
+	// a busy 2-core machine take minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	if err := cmd.ExecuteContext(ctx); err != nil {

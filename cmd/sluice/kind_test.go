@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,24 +10,22 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/registry"
 )
 
-// TestWorkflowKindsFilterTheList: against a real embedded server, the
+// TestWorkflowKindsFilterTheList: against a real embedded server (the
+// shared one, in a namespace of its own), the
 // watches `sluice watch sync` starts, the daily run `sluice ingest`
 // starts and the one a schedule starts each carry their SluiceKind, so
 // the workflow list filters to them.
 func TestWorkflowKindsFilterTheList(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv, err := embedded.Start(ctx, embedded.Options{DataDir: t.TempDir(), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	conn := []string{"--temporal", srv.FrontendHostPort(), "--namespace", srv.Namespace()}
+	addr, ns := sharedNamespace(t)
+	// devTestRegistry's 9 watches, not the default registry's 193: a
+	// few of each kind are as good a check of the filter.
+	t.Cleanup(func() { registryDir = "" }) // the flag's variable is package state
+	conn := []string{"--temporal", addr, "--namespace", ns, "--registry", devTestRegistry}
 	for _, args := range [][]string{
 		{"watch", "sync"},
 		{"ingest", "--date", "2026-11-20", "--detach"},
@@ -40,7 +36,7 @@ func TestWorkflowKindsFilterTheList(t *testing.T) {
 			t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	reg, err := registry.Default(registry.Options{})
+	reg, err := registry.LoadDir(devTestRegistry, registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +46,20 @@ func TestWorkflowKindsFilterTheList(t *testing.T) {
 			probed++
 		}
 	}
-	tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace()})
+	tc, err := client.Dial(client.Options{HostPort: addr, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tc.Close()
 	count := func(q string) int64 {
-		resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: srv.Namespace(), Query: q})
+		resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns, Query: q})
 		if err != nil {
 			t.Fatalf("counting %s: %v", q, err)
 		}
 		return resp.GetCount()
+	}
+	if probed < 2 {
+		t.Fatalf("%s probes %d datasets: the test would check little", devTestRegistry, probed)
 	}
 	// Visibility trails the starts: wait for it (a bound, not a timing
 	// assertion).

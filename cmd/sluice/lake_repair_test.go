@@ -18,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/activities"
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/connector/tokenstore"
-	"github.com/sluicehq/sluice/embedded"
 	"github.com/sluicehq/sluice/registry"
 	"github.com/sluicehq/sluice/simulator"
 	"github.com/sluicehq/sluice/sink"
@@ -95,11 +94,7 @@ func TestLakeVerifyRepair(t *testing.T) {
 	defer cancel()
 	dataDir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := embedded.Start(ctx, embedded.Options{DataDir: filepath.Join(dataDir, "temporal"), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	addr, ns := sharedNamespace(t)
 	reg, err := registry.Default(registry.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +109,7 @@ func TestLakeVerifyRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: temporalLogger(log)})
+	tc, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: temporalLogger(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +175,7 @@ func TestLakeVerifyRepair(t *testing.T) {
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
-		cmd.SetArgs(append(args, "--data-dir", dataDir, "--temporal", srv.FrontendHostPort(), "--namespace", srv.Namespace()))
+		cmd.SetArgs(append(args, "--data-dir", dataDir, "--temporal", addr, "--namespace", ns))
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		err := cmd.ExecuteContext(ctx)
 		return out.String(), err

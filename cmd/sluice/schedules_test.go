@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-
-	"github.com/sluicehq/sluice/embedded"
 )
 
 // runSluice runs the sluice command line in-process and returns what it
@@ -21,17 +17,13 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // TestSchedulesCommands: sluice schedules sync (dry run, then for real,
 // then again: nothing changes), list, pause (a note required), unpause and
-// trigger against a real Temporal server, with the default registry.
+// trigger against a real Temporal server (the shared one, in a namespace of
+// its own), with the default registry.
 func TestSchedulesCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := embedded.Start(ctx, embedded.Options{DataDir: t.TempDir(), FrontendAddr: "127.0.0.1:0", UIAddr: embedded.UIOff,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	conn := []string{"--temporal", srv.FrontendHostPort(), "--namespace", srv.Namespace()}
+	addr, ns := sharedNamespace(t)
+	conn := []string{"--temporal", addr, "--namespace", ns}
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := runSluice(ctx, append(args, conn...)...)
@@ -70,7 +62,7 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	run("schedules", "unpause", "sluice-fred-0700-daily")
 	run("schedules", "trigger", "sluice-upbit-0005-daily")
-	tc, err := client.Dial(client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: temporalLogger(discardLogger())})
+	tc, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: temporalLogger(discardLogger())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,33 +87,5 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if out := run("schedules", "list"); !strings.Contains(out, "sluice-fred-0700-daily 0 7 * * * America/Chicago 4 active") {
 		t.Errorf("after unpause:\n%s", out)
-	}
-}
-
-// TestDevSyncsSchedules: sluice dev syncs the registry's
-// schedules into its embedded server when it starts; they persist with
-// the server's database, so the next start finds them unchanged.
-func TestDevSyncsSchedules(t *testing.T) {
-	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir} {
-		t.Setenv(env, "")
-	}
-	// A bound, not a timing assertion: embedded servers and 193
-	// watches under -race on a busy 2-core machine take minutes.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	args := []string{"dev", "--once", "--no-ingest", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
-		"--status-addr", "off", "--metrics-addr", "", "--log-level", "error", "--catchup-window", "48h"}
-	out, err := runSluice(ctx, args...)
-	if err != nil || !strings.Contains(oneLine(out), "synced: 7 created, 0 updated, 0 deleted, 0 unchanged") {
-		t.Fatalf("first start: %v\n%s", err, out)
-	}
-	out, err = runSluice(ctx, args...)
-	if err != nil || !strings.Contains(oneLine(out), "synced: 0 created, 0 updated, 0 deleted, 7 unchanged") {
-		t.Fatalf("second start: %v\n%s", err, out)
-	}
-	out, err = runSluice(ctx, append(args[:len(args)-1], "72h")...)
-	if err != nil || !strings.Contains(oneLine(out), "synced: 0 created, 7 updated") || !strings.Contains(oneLine(out), "catch-up window 48h0m0s → 72h0m0s") {
-		t.Fatalf("a new catch-up window: %v\n%s", err, out)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/registry"
+	"github.com/sluicehq/sluice/schedules"
 	"github.com/sluicehq/sluice/status"
 )
 
@@ -49,32 +51,73 @@ func TestStatusRefusesPublicAddressWithoutToken(t *testing.T) {
 	}
 }
 
-// TestDevServesStatus: sluice dev prints the status pages' address beside
-// the Web UI's and serves them; the operator page takes the token dev keeps
-// in <data-dir>/operator-token (mode 0600) and shows its limiters running.
-func TestDevServesStatus(t *testing.T) {
+// devTestRegistry is the registry the tests that start `sluice dev` pass
+// with --registry: FRED's four and Upbit's five datasets, copied from the
+// default registry with its providers.yaml. Each dev start syncs a
+// Watch workflow per probed dataset and the schedules into its embedded
+// server, under -race: 9 watches and 2 schedules instead of the default
+// registry's 193 and 7 keep those starts to seconds of CPU.
+const devTestRegistry = "testdata/devregistry"
+
+// devTestSchedules is the number of schedules devTestRegistry asks for.
+func devTestSchedules(t *testing.T) int {
+	t.Helper()
+	reg, err := registry.LoadDir(devTestRegistry, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants, err := schedules.Wanted(reg, schedules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wants) < 2 {
+		t.Fatalf("%s asks for %d schedules: the test would check little", devTestRegistry, len(wants))
+	}
+	return len(wants)
+}
+
+// TestDevServesStatusAndSyncsSchedules: sluice dev prints the status
+// pages' address beside the Web UI's and serves them; the operator page
+// takes the token dev keeps in <data-dir>/operator-token (mode 0600) and
+// shows its limiters running. It syncs the registry's schedules into its
+// embedded server when it starts; they persist with the server's
+// database, so the next start finds them unchanged, and a start with a
+// new catch-up window updates them. One data directory, three starts:
+// the first stays up and serves the status pages.
+func TestDevServesStatusAndSyncsSchedules(t *testing.T) {
 	for _, env := range []string{envS3Bucket, envS3Endpoint, envDataDir, status.EnvOperatorToken, status.EnvOperatorTokenFile, "SLUICE_WATCH_DB"} {
 		t.Setenv(env, "")
 	}
+	t.Cleanup(func() { registryDir = "" }) // the flag's variable is package state
+	n := devTestSchedules(t)
 	dir := t.TempDir()
+	common := []string{"dev", "--registry", devTestRegistry, "--no-ingest", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
+		"--metrics-addr", "", "--log-level", "error"}
 	out := &syncBuffer{}
 	cmd := newRootCmd()
 	cmd.SetOut(out)
 	cmd.SetErr(io.Discard)
-	cmd.SetArgs([]string{"dev", "--no-ingest", "--data-dir", dir, "--frontend-addr", "127.0.0.1:0", "--ui-addr", "off",
-		"--status-addr", "127.0.0.1:0", "--metrics-addr", "", "--log-level", "error"})
-	// A bound, not a timing assertion: embedded servers and 193
-	// watches under -race on a busy 2-core machine take minutes.
+	cmd.SetArgs(append(append([]string{}, common...), "--status-addr", "127.0.0.1:0", "--catchup-window", "48h"))
+	// A bound, not a timing assertion: embedded servers under -race on a
+	// busy 2-core machine take minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	devCtx, stopDev := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { done <- cmd.ExecuteContext(devCtx) }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			stopDev()
+			<-done
+		}
+	})
 	re := regexp.MustCompile(`Status +(http://127\.0\.0\.1:\d+)/ \(operator .*token in (\S+)\)`)
 	var m []string
 	for m == nil {
 		select {
 		case err := <-done:
+			stopped = true
 			t.Fatalf("sluice dev ended: %v\n%s", err, out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -87,6 +130,9 @@ func TestDevServesStatus(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Web UI") {
 		t.Errorf("no Web UI line:\n%s", out.String())
+	}
+	if want := fmt.Sprintf("synced: %d created, 0 updated, 0 deleted, 0 unchanged", n); !strings.Contains(oneLine(out.String()), want) {
+		t.Errorf("first start: no %q:\n%s", want, out.String())
 	}
 	st, err := os.Stat(m[2])
 	if err != nil || st.Mode().Perm() != 0o600 {
@@ -115,6 +161,21 @@ func TestDevServesStatus(t *testing.T) {
 	code, body := get("/ops", strings.TrimSpace(string(tok)))
 	if code != 200 || !strings.Contains(body, `limiter">running<`) {
 		t.Errorf("/ops with dev's token: %d, limiters running: %v", code, strings.Contains(body, `limiter">running<`))
+	}
+	stopDev()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Fatalf("stopping the first start: %v\n%s", err, out.String())
+	}
+
+	again := append(append([]string{}, common...), "--once", "--status-addr", "off")
+	o, err := runSluice(ctx, append(again, "--catchup-window", "48h")...)
+	if want := fmt.Sprintf("synced: 0 created, 0 updated, 0 deleted, %d unchanged", n); err != nil || !strings.Contains(oneLine(o), want) {
+		t.Fatalf("second start: %v, want %q\n%s", err, want, o)
+	}
+	o, err = runSluice(ctx, append(again, "--catchup-window", "72h")...)
+	if want := fmt.Sprintf("synced: 0 created, %d updated", n); err != nil || !strings.Contains(oneLine(o), want) || !strings.Contains(oneLine(o), "catch-up window 48h0m0s → 72h0m0s") {
+		t.Fatalf("a new catch-up window: %v, want %q\n%s", err, want, o)
 	}
 }
 
