@@ -549,6 +549,8 @@ type sendGuard struct {
 	answered bool        // a first response byte came
 	finished bool        // the round trip ended
 	lost     *Error      // the connection was reset by the arrival check
+	checked  time.Time   // when GotConn last checked the permit
+	headers  time.Time   // when net/http reported the headers written
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
@@ -566,8 +568,18 @@ func (g *sendGuard) wroteRequest(info httptrace.WroteRequestInfo) {
 	if info.Err != nil {
 		return
 	}
+	wrote := g.b.now()
 	g.amu.Lock()
 	defer g.amu.Unlock()
+	if !g.deadline.IsZero() && wrote.After(g.deadline) {
+		local := ""
+		if g.conn != nil {
+			local = g.conn.LocalAddr().String()
+		}
+		g.b.log.Warn("request written after its permit's deadline", "dataset", g.call.Dataset, "kind", g.call.Kind,
+			"late_by", wrote.Sub(g.deadline), "checked_before_deadline", g.deadline.Sub(g.checked),
+			"headers_after_check", g.headers.Sub(g.checked), "local", local)
+	}
 	tc := tcpConnOf(g.conn)
 	if tc == nil || g.deadline.IsZero() || g.answered || g.finished {
 		return
@@ -620,6 +632,9 @@ func (g *sendGuard) lostErr() *Error {
 
 func (g *sendGuard) wroteHeaders() {
 	g.wrote.Store(true)
+	g.amu.Lock()
+	g.headers = g.b.now()
+	g.amu.Unlock()
 	g.mu.Lock()
 	t := g.leaving
 	g.leaving = nil
@@ -687,7 +702,7 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 		g.wrote.Store(false)
 	}
 	g.amu.Lock()
-	g.conn, g.deadline = info.Conn, g.permit.Deadline
+	g.conn, g.deadline, g.checked = info.Conn, g.permit.Deadline, g.b.now()
 	g.amu.Unlock()
 }
 
