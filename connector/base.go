@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -536,7 +537,10 @@ type sendGuard struct {
 	cancel context.CancelCauseFunc
 	permit permit.Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
 	wrote  atomic.Bool
-	err    error // Wait's refusal; read after the client returned
+	// guarded: the connection makes the last check itself
+	// (guardedConn), and reports the write to the tracker.
+	guarded atomic.Bool
+	err     error // Wait's refusal; read after the client returned
 
 	mu      sync.Mutex
 	leaving permit.SendTracker   // the tracker of the permit the request left on
@@ -549,7 +553,7 @@ type sendGuard struct {
 	answered bool        // a first response byte came
 	finished bool        // the round trip ended
 	lost     *Error      // the connection was reset by the arrival check
-	checked  time.Time   // when GotConn last checked the permit
+	checked  time.Time   // when the permit was last checked before the write
 	headers  time.Time   // when net/http reported the headers written
 }
 
@@ -635,12 +639,21 @@ func (g *sendGuard) wroteHeaders() {
 	g.amu.Lock()
 	g.headers = g.b.now()
 	g.amu.Unlock()
+	if g.guarded.Load() {
+		return // the connection reported the write (beforeWrite)
+	}
+	g.reportWrite(g.b.now())
+}
+
+// reportWrite tells the tracker of the permit the request left on that it
+// was written at now.
+func (g *sendGuard) reportWrite(now time.Time) {
 	g.mu.Lock()
 	t := g.leaving
 	g.leaving = nil
 	g.mu.Unlock()
 	if t != nil {
-		t.Wrote(g.b.now())
+		t.Wrote(now)
 	}
 }
 
@@ -704,6 +717,67 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 	g.amu.Lock()
 	g.conn, g.deadline, g.checked = info.Conn, g.permit.Deadline, g.b.now()
 	g.amu.Unlock()
+	if gc := guardedConnOf(info.Conn); gc != nil {
+		g.guarded.Store(true)
+		gc.arm(g)
+	}
+}
+
+// beforeWrite is the last check, made by the connection itself just before
+// the request's first bytes go to the kernel (guardedConn.Write): net/http
+// writes from a goroutine of its own, which a loaded machine may not run
+// for a while after GotConn, so the clock is read again after every other
+// step and a permit whose deadline passed by then is not used — the
+// request asks Limiter.Wait again and is written inside the new permit. A
+// non-nil error means nothing may be written: the request is cancelled.
+func (g *sendGuard) beforeWrite() error {
+	for n := 0; ; n++ {
+		now := g.b.now() // the last clock reading before the write
+		if g.permit.Deadline.IsZero() || !now.After(g.permit.Deadline) {
+			g.amu.Lock()
+			g.deadline, g.checked = g.permit.Deadline, now
+			g.amu.Unlock()
+			g.reportWrite(now)
+			return nil
+		}
+		g.abandon(now)
+		if n == maxRegates {
+			err := &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
+				Message: fmt.Sprintf("every permit expired before its request could be written (%d asked for)", n)}
+			g.err = err
+			g.cancel(err)
+			return err
+		}
+		g.b.log.Info("permit expired between the connection's readiness and the write; waiting for another",
+			"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", now.Sub(g.permit.Deadline))
+		for {
+			p, err := g.b.limiter.Wait(g.ctx, g.call)
+			if err != nil {
+				g.err = err
+				g.cancel(err)
+				return err
+			}
+			g.permit = p
+			if !g.late() && g.leave() {
+				break
+			}
+		}
+	}
+}
+
+// abandon tells the tracker of a permit that left (Leave) but whose
+// request was not written on it that its round trip ended at now.
+func (g *sendGuard) abandon(now time.Time) {
+	g.mu.Lock()
+	t := g.leaving
+	g.leaving = nil
+	if t != nil {
+		g.left = slices.DeleteFunc(g.left, func(x permit.SendTracker) bool { return x == t })
+	}
+	g.mu.Unlock()
+	if t != nil {
+		t.Done(now)
+	}
 }
 
 // late reports whether the permit's deadline has passed.

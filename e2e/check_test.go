@@ -121,6 +121,10 @@ func checkLimits(t *testing.T, st simulator.Stats, faulted map[string]bool, acti
 				t.Errorf("scope %s: %d calls in one %s window (%.0f ms), declared %d", id, peak, field, s.WindowMS[field], limit)
 			}
 		}
+		if s.MinIntervalMS > 0 && s.MinGapAllMS != nil && len(s.MinGapCalls) == 2 {
+			t.Logf("scope %s: smallest gap %.3f ms (interval %.3f ms), counted up to %.3f ms after arrival: %s", id, *s.MinGapAllMS, s.MinIntervalMS,
+				s.MaxStampLagMS, describeArrival(s.MinGapCalls[1], &s.MinGapCalls[0]))
+		}
 		if s.MinIntervalMS > 0 && s.MinGapAllMS != nil {
 			gaps++
 			if *s.MinGapAllMS < s.MinIntervalMS {

@@ -52,8 +52,11 @@ type Scope struct {
 	// smallest gap; firstViolation the first call rejected over a limit
 	// with the accepted call before it.
 	lastCall, lastAccepted, cur Arrival
-	minGapCalls                 []Arrival
-	firstViolation              *Violation
+	// maxStampLag is the longest a call was stamped after the kernel
+	// received it.
+	maxStampLag    time.Duration
+	minGapCalls    []Arrival
+	firstViolation *Violation
 
 	calls, accepted, rejected, rejectedByFault, rejectedElsewhere, blocked int64
 
@@ -122,7 +125,7 @@ func (st *Scope) resetCounters() {
 	st.spent, st.told, st.againstSpentQuota = 0, 0, 0
 	st.acceptedGaps.reset()
 	st.allGaps.reset()
-	st.lastCall, st.lastAccepted, st.cur, st.minGapCalls, st.firstViolation = Arrival{}, Arrival{}, Arrival{}, nil, nil
+	st.lastCall, st.lastAccepted, st.cur, st.minGapCalls, st.firstViolation, st.maxStampLag = Arrival{}, Arrival{}, Arrival{}, nil, nil, 0
 	st.calls, st.accepted, st.rejected, st.rejectedByFault, st.rejectedElsewhere, st.blocked = 0, 0, 0, 0, 0, 0
 	st.tokenAccepted.reset()
 	st.tokenAll.reset()
@@ -193,6 +196,9 @@ func (st *Scope) observeArrival(now time.Time, a Arrival) int64 {
 		st.minGapCalls = []Arrival{st.lastCall, a}
 	}
 	st.lastCall, st.cur = a, a
+	if !a.Kernel.IsZero() {
+		st.maxStampLag = max(st.maxStampLag, a.Stamped.Sub(a.Kernel))
+	}
 	return t
 }
 

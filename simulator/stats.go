@@ -95,6 +95,10 @@ type ScopeStats struct {
 	// DailyUsed is the accepted calls of the current day (provider's
 	// timezone).
 	DailyUsed int `json:"daily_used"`
+	// MaxStampLagMS is the longest a call was counted (stamped) after the
+	// kernel received its first bytes: how late, under load, the
+	// simulator's own clock saw a call.
+	MaxStampLagMS float64 `json:"max_stamp_lag_ms,omitempty"`
 	// MinGapCalls are the two calls of MinGapAllMS, earlier first.
 	MinGapCalls []Arrival `json:"min_gap_calls,omitempty"`
 	// FirstViolation is the first call rejected over a limit, nil if
@@ -175,6 +179,7 @@ func (st *Scope) snapshot(now time.Time) *ScopeStats {
 		out.MinGapAllMS = &v
 	}
 	out.MinGapCalls = append([]Arrival(nil), st.minGapCalls...)
+	out.MaxStampLagMS = ms(int64(st.maxStampLag))
 	if st.firstViolation != nil {
 		v := *st.firstViolation
 		out.FirstViolation = &v
