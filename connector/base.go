@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -748,8 +747,10 @@ func (g *sendGuard) beforeWrite() error {
 			g.cancel(err)
 			return err
 		}
-		g.b.log.Info("permit expired between the connection's readiness and the write; waiting for another",
-			"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", now.Sub(g.permit.Deadline))
+		// A warning: the process stalled for longer than the permit's
+		// slack between two of its own steps (a loaded machine).
+		g.b.log.Warn("permit expired between the connection's readiness and the write (the process stalled); waiting for another",
+			"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", now.Sub(g.permit.Deadline), "checked_before_deadline", g.permit.Deadline.Sub(g.checked))
 		for {
 			p, err := g.b.limiter.Wait(g.ctx, g.call)
 			if err != nil {
@@ -771,8 +772,9 @@ func (g *sendGuard) abandon(now time.Time) {
 	g.mu.Lock()
 	t := g.leaving
 	g.leaving = nil
-	if t != nil {
-		g.left = slices.DeleteFunc(g.left, func(x permit.SendTracker) bool { return x == t })
+	if t != nil && len(g.left) > 0 {
+		// leave appended it last (trackers need not be comparable).
+		g.left = g.left[:len(g.left)-1]
 	}
 	g.mu.Unlock()
 	if t != nil {
