@@ -553,7 +553,6 @@ type sendGuard struct {
 	finished bool        // the round trip ended
 	lost     *Error      // the connection was reset by the arrival check
 	checked  time.Time   // when the permit was last checked before the write
-	headers  time.Time   // when net/http reported the headers written
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
@@ -571,18 +570,8 @@ func (g *sendGuard) wroteRequest(info httptrace.WroteRequestInfo) {
 	if info.Err != nil {
 		return
 	}
-	wrote := g.b.now()
 	g.amu.Lock()
 	defer g.amu.Unlock()
-	if !g.deadline.IsZero() && wrote.After(g.deadline) {
-		local := ""
-		if g.conn != nil {
-			local = g.conn.LocalAddr().String()
-		}
-		g.b.log.Warn("request written after its permit's deadline", "dataset", g.call.Dataset, "kind", g.call.Kind,
-			"late_by", wrote.Sub(g.deadline), "checked_before_deadline", g.deadline.Sub(g.checked),
-			"headers_after_check", g.headers.Sub(g.checked), "local", local)
-	}
 	tc := tcpConnOf(g.conn)
 	if tc == nil || g.deadline.IsZero() || g.answered || g.finished {
 		return
@@ -635,9 +624,6 @@ func (g *sendGuard) lostErr() *Error {
 
 func (g *sendGuard) wroteHeaders() {
 	g.wrote.Store(true)
-	g.amu.Lock()
-	g.headers = g.b.now()
-	g.amu.Unlock()
 	if g.guarded.Load() {
 		return // the connection reported the write (beforeWrite)
 	}
@@ -763,6 +749,20 @@ func (g *sendGuard) beforeWrite() error {
 				break
 			}
 		}
+	}
+}
+
+// afterWrite warns when the write that beforeWrite let through returned
+// past the permit's deadline: the process stalled inside the write itself
+// (the request may have left late).
+func (g *sendGuard) afterWrite(local string) {
+	now := g.b.now()
+	g.amu.Lock()
+	deadline, checked := g.deadline, g.checked
+	g.amu.Unlock()
+	if !deadline.IsZero() && now.After(deadline) {
+		g.b.log.Warn("a request's write returned after its permit's deadline (the process stalled inside it)", "dataset", g.call.Dataset,
+			"kind", g.call.Kind, "late_by", now.Sub(deadline), "checked_before_deadline", deadline.Sub(checked), "local", local)
 	}
 }
 

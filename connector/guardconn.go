@@ -41,12 +41,15 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 	g := c.guard
 	c.guard = nil
 	c.mu.Unlock()
-	if g != nil {
-		if err := g.beforeWrite(); err != nil {
-			return 0, err
-		}
+	if g == nil {
+		return c.Conn.Write(p)
 	}
-	return c.Conn.Write(p)
+	if err := g.beforeWrite(); err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Write(p)
+	g.afterWrite(c.LocalAddr().String())
+	return n, err
 }
 
 // guardedConnOf finds the guardedConn under c (a TLS connection's
