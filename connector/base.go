@@ -552,7 +552,10 @@ type sendGuard struct {
 	answered bool        // a first response byte came
 	finished bool        // the round trip ended
 	lost     *Error      // the connection was reset by the arrival check
-	checked  time.Time   // when the permit was last checked before the write
+
+	// writeChecked is when beforeWrite last checked the permit (the
+	// writing goroutine's own: beforeWrite and afterWrite).
+	writeChecked time.Time
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
@@ -700,7 +703,7 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 		g.wrote.Store(false)
 	}
 	g.amu.Lock()
-	g.conn, g.deadline, g.checked = info.Conn, g.permit.Deadline, g.b.now()
+	g.conn, g.deadline = info.Conn, g.permit.Deadline
 	g.amu.Unlock()
 	if gc := guardedConnOf(info.Conn); gc != nil {
 		g.guarded.Store(true)
@@ -717,15 +720,28 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 // non-nil error means nothing may be written: the request is cancelled.
 func (g *sendGuard) beforeWrite() error {
 	for n := 0; ; n++ {
-		now := g.b.now() // the last clock reading before the write
-		if g.permit.Deadline.IsZero() || !now.After(g.permit.Deadline) {
-			g.amu.Lock()
-			g.deadline, g.checked = g.permit.Deadline, now
-			g.amu.Unlock()
-			g.reportWrite(now)
-			return nil
+		g.amu.Lock()
+		g.deadline = g.permit.Deadline
+		g.amu.Unlock()
+		g.mu.Lock()
+		t := g.leaving
+		g.leaving = nil
+		g.mu.Unlock()
+		now := g.b.now()
+		late := !g.permit.Deadline.IsZero() && now.After(g.permit.Deadline)
+		if !late {
+			// The tracker hears of the write before the last check: it
+			// takes the limiter client's lock, a step that may wait.
+			if t != nil {
+				t.Wrote(now)
+			}
+			now = g.b.now() // the last step before the write
+			if g.permit.Deadline.IsZero() || !now.After(g.permit.Deadline) {
+				g.writeChecked = now
+				return nil
+			}
 		}
-		g.abandon(now)
+		g.abandon(t, now)
 		if n == maxRegates {
 			err := &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
 				Message: fmt.Sprintf("every permit expired before its request could be written (%d asked for)", n)}
@@ -736,7 +752,7 @@ func (g *sendGuard) beforeWrite() error {
 		// A warning: the process stalled for longer than the permit's
 		// slack between two of its own steps (a loaded machine).
 		g.b.log.Warn("permit expired between the connection's readiness and the write (the process stalled); waiting for another",
-			"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", now.Sub(g.permit.Deadline), "checked_before_deadline", g.permit.Deadline.Sub(g.checked))
+			"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", now.Sub(g.permit.Deadline))
 		for {
 			p, err := g.b.limiter.Wait(g.ctx, g.call)
 			if err != nil {
@@ -757,29 +773,27 @@ func (g *sendGuard) beforeWrite() error {
 // (the request may have left late).
 func (g *sendGuard) afterWrite(local string) {
 	now := g.b.now()
-	g.amu.Lock()
-	deadline, checked := g.deadline, g.checked
-	g.amu.Unlock()
+	deadline := g.permit.Deadline
 	if !deadline.IsZero() && now.After(deadline) {
 		g.b.log.Warn("a request's write returned after its permit's deadline (the process stalled inside it)", "dataset", g.call.Dataset,
-			"kind", g.call.Kind, "late_by", now.Sub(deadline), "checked_before_deadline", deadline.Sub(checked), "local", local)
+			"kind", g.call.Kind, "late_by", now.Sub(deadline), "checked_before_deadline", deadline.Sub(g.writeChecked), "local", local)
 	}
 }
 
-// abandon tells the tracker of a permit that left (Leave) but whose
-// request was not written on it that its round trip ended at now.
-func (g *sendGuard) abandon(now time.Time) {
+// abandon ends the tracker t of a permit that left (Leave) but whose
+// request is not written on it: its round trip ended at now (it counts as
+// written, which only spaces this process's next call further).
+func (g *sendGuard) abandon(t permit.SendTracker, now time.Time) {
+	if t == nil {
+		return
+	}
 	g.mu.Lock()
-	t := g.leaving
-	g.leaving = nil
-	if t != nil && len(g.left) > 0 {
+	if len(g.left) > 0 {
 		// leave appended it last (trackers need not be comparable).
 		g.left = g.left[:len(g.left)-1]
 	}
 	g.mu.Unlock()
-	if t != nil {
-		t.Done(now)
-	}
+	t.Done(now)
 }
 
 // late reports whether the permit's deadline has passed.
