@@ -536,7 +536,10 @@ type sendGuard struct {
 	cancel context.CancelCauseFunc
 	permit permit.Permit // used by GotConn only: net/http calls it from the RoundTrip goroutine
 	wrote  atomic.Bool
-	err    error // Wait's refusal; read after the client returned
+	// guarded: the connection makes the last check itself
+	// (guardedConn), and reports the write to the tracker.
+	guarded atomic.Bool
+	err     error // Wait's refusal; read after the client returned
 
 	mu      sync.Mutex
 	leaving permit.SendTracker   // the tracker of the permit the request left on
@@ -549,6 +552,10 @@ type sendGuard struct {
 	answered bool        // a first response byte came
 	finished bool        // the round trip ended
 	lost     *Error      // the connection was reset by the arrival check
+
+	// writeChecked is when beforeWrite last checked the permit (the
+	// writing goroutine's own: beforeWrite and afterWrite).
+	writeChecked time.Time
 }
 
 func (g *sendGuard) trace() *httptrace.ClientTrace {
@@ -620,12 +627,21 @@ func (g *sendGuard) lostErr() *Error {
 
 func (g *sendGuard) wroteHeaders() {
 	g.wrote.Store(true)
+	if g.guarded.Load() {
+		return // the connection reported the write (beforeWrite)
+	}
+	g.reportWrite(g.b.now())
+}
+
+// reportWrite tells the tracker of the permit the request left on that it
+// was written at now.
+func (g *sendGuard) reportWrite(now time.Time) {
 	g.mu.Lock()
 	t := g.leaving
 	g.leaving = nil
 	g.mu.Unlock()
 	if t != nil {
-		t.Wrote(g.b.now())
+		t.Wrote(now)
 	}
 }
 
@@ -689,6 +705,95 @@ func (g *sendGuard) gotConn(info httptrace.GotConnInfo) {
 	g.amu.Lock()
 	g.conn, g.deadline = info.Conn, g.permit.Deadline
 	g.amu.Unlock()
+	if gc := guardedConnOf(info.Conn); gc != nil {
+		g.guarded.Store(true)
+		gc.arm(g)
+	}
+}
+
+// beforeWrite is the last check, made by the connection itself just before
+// the request's first bytes go to the kernel (guardedConn.Write): net/http
+// writes from a goroutine of its own, which a loaded machine may not run
+// for a while after GotConn, so the clock is read again after every other
+// step and a permit whose deadline passed by then is not used — the
+// request asks Limiter.Wait again and is written inside the new permit. A
+// non-nil error means nothing may be written: the request is cancelled.
+func (g *sendGuard) beforeWrite() error {
+	for n := 0; ; n++ {
+		g.amu.Lock()
+		g.deadline = g.permit.Deadline
+		g.amu.Unlock()
+		g.mu.Lock()
+		t := g.leaving
+		g.leaving = nil
+		g.mu.Unlock()
+		now := g.b.now()
+		late := !g.permit.Deadline.IsZero() && now.After(g.permit.Deadline)
+		if !late {
+			// The tracker hears of the write before the last check: it
+			// takes the limiter client's lock, a step that may wait.
+			if t != nil {
+				t.Wrote(now)
+			}
+			now = g.b.now() // the last step before the write
+			if g.permit.Deadline.IsZero() || !now.After(g.permit.Deadline) {
+				g.writeChecked = now
+				return nil
+			}
+		}
+		g.abandon(t, now)
+		if n == maxRegates {
+			err := &Error{Class: Transient, Provider: g.b.provider.ID, Dataset: g.call.Dataset,
+				Message: fmt.Sprintf("every permit expired before its request could be written (%d asked for)", n)}
+			g.err = err
+			g.cancel(err)
+			return err
+		}
+		// A warning: the process stalled for longer than the permit's
+		// slack between two of its own steps (a loaded machine).
+		g.b.log.Warn("permit expired between the connection's readiness and the write (the process stalled); waiting for another",
+			"dataset", g.call.Dataset, "kind", g.call.Kind, "late_by", now.Sub(g.permit.Deadline))
+		for {
+			p, err := g.b.limiter.Wait(g.ctx, g.call)
+			if err != nil {
+				g.err = err
+				g.cancel(err)
+				return err
+			}
+			g.permit = p
+			if !g.late() && g.leave() {
+				break
+			}
+		}
+	}
+}
+
+// afterWrite warns when the write that beforeWrite let through returned
+// past the permit's deadline: the process stalled inside the write itself
+// (the request may have left late).
+func (g *sendGuard) afterWrite(local string) {
+	now := g.b.now()
+	deadline := g.permit.Deadline
+	if !deadline.IsZero() && now.After(deadline) {
+		g.b.log.Warn("a request's write returned after its permit's deadline (the process stalled inside it)", "dataset", g.call.Dataset,
+			"kind", g.call.Kind, "late_by", now.Sub(deadline), "checked_before_deadline", deadline.Sub(g.writeChecked), "local", local)
+	}
+}
+
+// abandon ends the tracker t of a permit that left (Leave) but whose
+// request is not written on it: its round trip ended at now (it counts as
+// written, which only spaces this process's next call further).
+func (g *sendGuard) abandon(t permit.SendTracker, now time.Time) {
+	if t == nil {
+		return
+	}
+	g.mu.Lock()
+	if len(g.left) > 0 {
+		// leave appended it last (trackers need not be comparable).
+		g.left = g.left[:len(g.left)-1]
+	}
+	g.mu.Unlock()
+	t.Done(now)
 }
 
 // late reports whether the permit's deadline has passed.

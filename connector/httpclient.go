@@ -41,7 +41,7 @@ func NewHTTPClient() *http.Client {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           guardedDial(dialer.DialContext),
 		Protocols:             http1Only(),
 		MaxIdleConns:          128,
 		MaxIdleConnsPerHost:   maxIdleConnsPerHost,

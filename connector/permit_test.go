@@ -363,3 +363,146 @@ func TestPermitTrackerFollowsTheRequest(t *testing.T) {
 		t.Errorf("%d gate calls, %d arrivals, wrote at %s; want 2, 1 and a write time", calls, len(arr.of("/x")), second.wrote)
 	}
 }
+
+// stallingTracker is a tracker after whose first Leave — the check before
+// the write — the process stalls for stall on clk (descheduled on a loaded
+// machine), before net/http writes the request.
+type stallingTracker struct {
+	tracker
+	clk   *fakeClock
+	stall time.Duration
+	once  sync.Once
+}
+
+func (k *stallingTracker) Leave(now time.Time) bool {
+	ok := k.tracker.Leave(now)
+	if ok {
+		k.once.Do(func() { k.clk.Add(k.stall) })
+	}
+	return ok
+}
+
+// uncomparableTracker is a tracker whose dynamic type cannot be compared
+// (== panics), like the gate's.
+type uncomparableTracker struct {
+	*stallingTracker
+	_ []int
+}
+
+// TestAStallAfterThePermitCheckNeverSendsLate: the permit is checked when
+// the connection is ready, and then the process stalls past the permit's
+// deadline before the request is written (net/http writes from another
+// goroutine, which a loaded machine may not run for a while). The request
+// must not leave on that permit: it is checked again at the write itself,
+// asks for a new one, and is written inside it; the stale permit's tracker
+// never hears of a write.
+func TestAStallAfterThePermitCheckNeverSendsLate(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arr.record(r.URL.Path) }))
+	t.Cleanup(srv.Close)
+	first := &stallingTracker{clk: clk, stall: 3 * slack}
+	second := &tracker{}
+	var mu sync.Mutex
+	var permits []window
+	b := newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
+		o.Now = clk.Now
+		o.HTTPClient = connector.NewHTTPClient()
+		o.Limiter = permit.Funcs{WaitFunc: func(context.Context, permit.Call) (permit.Permit, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			now := clk.Now()
+			permits = append(permits, window{now, now.Add(slack)})
+			// Not comparable, as the gate's own trackers are not.
+			var tr permit.SendTracker = uncomparableTracker{stallingTracker: first}
+			if len(permits) > 1 {
+				tr = second
+			}
+			return permit.Permit{Deadline: now.Add(slack), Track: tr}, nil
+		}}
+	})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	at := arr.of("/x")
+	if len(at) != 1 {
+		t.Fatalf("%d requests arrived, want 1", len(at))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if permits[0].holds(at[0]) {
+		t.Fatalf("the clock did not move between the check and the write")
+	}
+	assertInsideItsPermit(t, at, permits)
+	if !first.tracker.wrote.IsZero() {
+		t.Errorf("the stale permit's tracker heard of a write at %s, past its deadline %s", first.tracker.wrote.Format("15:04:05.000"), permits[0].Deadline.Format("15:04:05.000"))
+	}
+	if got := strings.Join(second.events, ","); got != "leave,wrote,done" {
+		t.Errorf("the second permit's tracker heard %q, want leave,wrote,done", got)
+	}
+}
+
+// stallInWrote is a tracker that stalls for stall on clk when it is first
+// told of the write (its bookkeeping waits for a lock on a loaded machine).
+type stallInWrote struct {
+	tracker
+	clk   *fakeClock
+	stall time.Duration
+	once  sync.Once
+}
+
+func (k *stallInWrote) Wrote(now time.Time) {
+	k.tracker.Wrote(now)
+	k.once.Do(func() { k.clk.Add(k.stall) })
+}
+
+// TestAStallInTheWriteBookkeepingNeverSendsLate: the stall comes while the
+// tracker is told of the write, after the permit was found in time. The
+// clock is read once more as the last step before the write: the request
+// asks for a new permit and is written inside it; the stale permit counts
+// as written then ended (which only spaces this process's next call).
+func TestAStallInTheWriteBookkeepingNeverSendsLate(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	arr := &arrivals{clk: clk}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arr.record(r.URL.Path) }))
+	t.Cleanup(srv.Close)
+	first := &stallInWrote{clk: clk, stall: 3 * slack}
+	second := &tracker{}
+	var mu sync.Mutex
+	var permits []window
+	b := newBase(t, srv.URL, nil, nil, func(o *connector.Options) {
+		o.Now = clk.Now
+		o.HTTPClient = connector.NewHTTPClient()
+		o.Limiter = permit.Funcs{WaitFunc: func(context.Context, permit.Call) (permit.Permit, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			now := clk.Now()
+			permits = append(permits, window{now, now.Add(slack)})
+			var tr permit.SendTracker = first
+			if len(permits) > 1 {
+				tr = second
+			}
+			return permit.Permit{Deadline: now.Add(slack), Track: tr}, nil
+		}}
+	})
+	resp, err := b.Do(context.Background(), connector.Exchange{Call: permit.Call{Kind: permit.CallData}, URL: srv.URL + "/x", Classify: accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	at := arr.of("/x")
+	if len(at) != 1 {
+		t.Fatalf("%d requests arrived, want 1", len(at))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assertInsideItsPermit(t, at, permits)
+	if got := strings.Join(first.events, ","); got != "leave,wrote,done" {
+		t.Errorf("the stale permit's tracker heard %q, want leave,wrote,done", got)
+	}
+	if got := strings.Join(second.events, ","); got != "leave,wrote,done" {
+		t.Errorf("the second permit's tracker heard %q, want leave,wrote,done", got)
+	}
+}

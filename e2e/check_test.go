@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -108,6 +109,9 @@ func checkLimits(t *testing.T, st simulator.Stats, faulted map[string]bool, acti
 		called[s.Provider] += s.Calls
 		if s.Violations != 0 || s.Rejected != 0 || s.TokenRejected != 0 {
 			t.Errorf("scope %s: %d violations (%d calls rejected over a limit, %d token requests rejected)", id, s.Violations, s.Rejected, s.TokenRejected)
+			if v := s.FirstViolation; v != nil {
+				t.Errorf("scope %s: first violation (%s, %s): %s", id, v.Reason, v.Field, describeArrival(v.Call, v.Previous))
+			}
 		}
 		if s.RejectedByFault != 0 && !faulted[s.Provider] {
 			t.Errorf("scope %s: %d calls rejected by a fault that was not set", id, s.RejectedByFault)
@@ -117,10 +121,17 @@ func checkLimits(t *testing.T, st simulator.Stats, faulted map[string]bool, acti
 				t.Errorf("scope %s: %d calls in one %s window (%.0f ms), declared %d", id, peak, field, s.WindowMS[field], limit)
 			}
 		}
+		if s.MinIntervalMS > 0 && s.MinGapAllMS != nil && len(s.MinGapCalls) == 2 {
+			t.Logf("scope %s: smallest gap %.3f ms (interval %.3f ms), counted up to %.3f ms after arrival: %s", id, *s.MinGapAllMS, s.MinIntervalMS,
+				s.MaxStampLagMS, describeArrival(s.MinGapCalls[1], &s.MinGapCalls[0]))
+		}
 		if s.MinIntervalMS > 0 && s.MinGapAllMS != nil {
 			gaps++
 			if *s.MinGapAllMS < s.MinIntervalMS {
 				t.Errorf("scope %s: two calls %.3f ms apart, minimum interval %.3f ms", id, *s.MinGapAllMS, s.MinIntervalMS)
+				if len(s.MinGapCalls) == 2 {
+					t.Errorf("scope %s: the two calls: %s", id, describeArrival(s.MinGapCalls[1], &s.MinGapCalls[0]))
+				}
 			}
 		}
 	}
@@ -388,4 +399,30 @@ func datasetOfPath(lakeRoot, p string) string {
 		}
 	}
 	return ""
+}
+
+// describeArrival tells when a call and the one before it reached the
+// simulator: the kernel's receive times, the server's reads and the
+// simulator's stamps (what it counted), with each gap, and from which
+// connection each came.
+func describeArrival(call simulator.Arrival, prev *simulator.Arrival) string {
+	if prev == nil {
+		return fmt.Sprintf("call from %s (%s) stamped %s, no call before it", call.Remote, call.Dataset, call.Stamped.Format("15:04:05.000000"))
+	}
+	gap := func(a, b time.Time) string {
+		if a.IsZero() || b.IsZero() {
+			return "unknown"
+		}
+		return fmt.Sprintf("%.3f ms", float64(b.Sub(a))/float64(time.Millisecond))
+	}
+	stamp := func(x time.Time) string {
+		if x.IsZero() {
+			return "-"
+		}
+		return x.Format("15:04:05.000000")
+	}
+	return fmt.Sprintf("earlier from %s: kernel %s, read %s, stamped %s; later from %s: kernel %s, read %s, stamped %s; gap kernel %s, read %s, stamped %s",
+		prev.Remote, stamp(prev.Kernel), stamp(prev.Read), stamp(prev.Stamped),
+		call.Remote, stamp(call.Kernel), stamp(call.Read), stamp(call.Stamped),
+		gap(prev.Kernel, call.Kernel), gap(prev.Read, call.Read), gap(prev.Stamped, call.Stamped))
 }

@@ -157,9 +157,11 @@ func newCluster(t testing.TB, opts clusterOptions) *cluster {
 		c.s3 = versitygw.StartOn(t, listen)
 	}
 	// Registered before the workers' own cleanups, so it runs after them:
-	// the logs are complete when printed.
+	// the logs are complete when printed. $SLUICE_E2E_WORKER_LOGS set
+	// prints them after a passing test too (their warnings: stalls,
+	// widened tolerances).
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("SLUICE_E2E_WORKER_LOGS") != "" {
 			for _, w := range c.workers {
 				b, _ := os.ReadFile(w.log)
 				t.Logf("---- %s (pid %d) log ----\n%s", w.name, w.pid(), b)

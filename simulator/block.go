@@ -1,6 +1,9 @@
 package simulator
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // BlockRule is a provider's escalation from rate-limit answers to a block
 // (UPBIT's 418, a simulator rule: UPBIT publishes no numbers): Strikes
@@ -27,7 +30,7 @@ type Blocking struct {
 // one scope, a call while the scope is blocked is rejected (a violation,
 // counted as Blocked) without extending the block, and every rejected call
 // is a strike toward the next block. With several scopes it is AdmitScopes.
-func (h *Host) AdmitBlocking(in *Instance, scopes []*Scope, fraction float64, rule BlockRule) Blocking {
+func (h *Host) AdmitBlocking(r *http.Request, in *Instance, scopes []*Scope, fraction float64, rule BlockRule) Blocking {
 	s := h.s
 	if len(scopes) == 0 {
 		return Blocking{OK: true}
@@ -36,19 +39,22 @@ func (h *Host) AdmitBlocking(in *Instance, scopes []*Scope, fraction float64, ru
 	defer s.mu.Unlock()
 	now := s.now()
 	if len(scopes) > 1 {
-		adm := s.admitLocked(in, scopes, fraction, now)
+		adm := s.admitLocked(r, in, scopes, fraction, now)
 		return Blocking{OK: adm.OK}
 	}
 	st := scopes[0]
 	t := st.clock(now)
 	if st.hasBlock && t < st.blockUntil {
-		st.observe(now)
+		a := arrivalOf(r)
+		a.Stamped = now
+		st.observeArrival(now, a)
 		st.rejected++
+		st.noteViolation(OverWindow, "blocked")
 		st.blocked++
 		return Blocking{Blocked: time.Duration(st.blockUntil - t)}
 	}
 	st.hasBlock = false
-	adm := s.admitLocked(in, scopes, fraction, now)
+	adm := s.admitLocked(r, in, scopes, fraction, now)
 	if adm.OK {
 		return Blocking{OK: true, Remaining: st.remaining(adm.t)}
 	}

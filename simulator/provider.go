@@ -259,13 +259,15 @@ func (h *Host) Locked(fn func()) {
 // the scope instances it counts against — the provider's non-service
 // scopes and, for a per-service limit, the dataset's service — all or
 // nothing, and decides whether the provider accepts it.
-func (h *Host) Admit(in *Instance, ds *registry.Dataset, fraction float64) Admission {
-	return h.s.admit(in, h.s.datasetScopes(in, ds), fraction)
+// r is the request (nil: none), whose arrival the statistics record
+// beside the call's time.
+func (h *Host) Admit(r *http.Request, in *Instance, ds *registry.Dataset, fraction float64) Admission {
+	return h.s.admit(r, in, h.s.datasetScopes(in, ds), fraction)
 }
 
 // AdmitScopes is Admit for an explicit list of scopes.
-func (h *Host) AdmitScopes(in *Instance, scopes []*Scope, fraction float64) Admission {
-	return h.s.admit(in, scopes, fraction)
+func (h *Host) AdmitScopes(r *http.Request, in *Instance, scopes []*Scope, fraction float64) Admission {
+	return h.s.admit(r, in, scopes, fraction)
 }
 
 // newHost builds the host of one connector, or nil when the registry has

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/registry"
@@ -46,6 +47,16 @@ type Scope struct {
 
 	// acceptedGaps follows the accepted calls, allGaps every call.
 	acceptedGaps, allGaps spacing
+	// lastCall and lastAccepted are the arrivals of the latest call and
+	// the latest accepted one; minGapCalls the two calls of allGaps'
+	// smallest gap; firstViolation the first call rejected over a limit
+	// with the accepted call before it.
+	lastCall, lastAccepted, cur Arrival
+	// maxStampLag is the longest a call was stamped after the kernel
+	// received it.
+	maxStampLag    time.Duration
+	minGapCalls    []Arrival
+	firstViolation *Violation
 
 	calls, accepted, rejected, rejectedByFault, rejectedElsewhere, blocked int64
 
@@ -114,6 +125,7 @@ func (st *Scope) resetCounters() {
 	st.spent, st.told, st.againstSpentQuota = 0, 0, 0
 	st.acceptedGaps.reset()
 	st.allGaps.reset()
+	st.lastCall, st.lastAccepted, st.cur, st.minGapCalls, st.firstViolation, st.maxStampLag = Arrival{}, Arrival{}, Arrival{}, nil, nil, 0
 	st.calls, st.accepted, st.rejected, st.rejectedByFault, st.rejectedElsewhere, st.blocked = 0, 0, 0, 0, 0, 0
 	st.tokenAccepted.reset()
 	st.tokenAll.reset()
@@ -135,6 +147,36 @@ func (st *Scope) clock(now time.Time) int64 {
 // Verdict is the outcome of checking one call against a scope instance.
 type Verdict int
 
+// String names the verdict.
+func (v Verdict) String() string {
+	switch v {
+	case Admitted:
+		return "admitted"
+	case OverWindow:
+		return "over_window"
+	case OverInterval:
+		return "over_interval"
+	case OverDaily:
+		return "over_daily"
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Violation is the first call a scope rejected over a declared limit,
+// with the accepted call before it: enough to tell which calls came too
+// close, when each arrived and from which connection.
+type Violation struct {
+	// Reason is the verdict (over_window, over_interval, over_daily).
+	Reason string `json:"reason"`
+	// Field is the limit that bound (a window field,
+	// min_interval_seconds, or "blocked").
+	Field string `json:"field"`
+	// Call is the rejected call.
+	Call Arrival `json:"call"`
+	// Previous is the accepted call before it, nil if none.
+	Previous *Arrival `json:"previous,omitempty"`
+}
+
 // The verdicts.
 const (
 	Admitted     Verdict = iota
@@ -142,6 +184,36 @@ const (
 	OverInterval         // the minimum interval has not passed
 	OverDaily            // the daily quota is spent
 )
+
+// observeArrival is observe for a call whose arrival is known: the
+// statistics keep it for the report of the smallest gap and of the first
+// violation.
+func (st *Scope) observeArrival(now time.Time, a Arrival) int64 {
+	prev := st.allGaps.minGap
+	seen := st.allGaps.seen
+	t := st.observe(now)
+	if seen && st.allGaps.minGap != prev {
+		st.minGapCalls = []Arrival{st.lastCall, a}
+	}
+	st.lastCall, st.cur = a, a
+	if !a.Kernel.IsZero() {
+		st.maxStampLag = max(st.maxStampLag, a.Stamped.Sub(a.Kernel))
+	}
+	return t
+}
+
+// noteViolation records the call being admitted as the first violation,
+// unless one is recorded already.
+func (st *Scope) noteViolation(v Verdict, field string) {
+	if st.firstViolation != nil {
+		return
+	}
+	st.firstViolation = &Violation{Reason: v.String(), Field: field, Call: st.cur}
+	if st.acceptedGaps.seen {
+		prev := st.lastAccepted
+		st.firstViolation.Previous = &prev
+	}
+}
 
 // observe records a call in the statistics of every window ("as seen by
 // the provider": accepted and rejected alike) and rolls the daily quota.
@@ -259,6 +331,7 @@ func (st *Scope) accept(t int64) {
 	st.dayAccepted++
 	st.logCall(t, st.dayAccepted, func(w *window) *callLog { return &w.accepted })
 	st.acceptedGaps.note(t)
+	st.lastAccepted = st.cur
 }
 
 // remaining returns how many more calls the tightest sliding window allows

@@ -107,6 +107,7 @@ func (s *Simulator) effectFor(set *faultSet, provider, dataset string) effect {
 
 // ServeHTTP serves the providers and the control API.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withArrival(r)
 	if strings.HasPrefix(r.URL.Path, "/_sim/") || r.URL.Path == "/_sim" {
 		s.control(w, r)
 		return
@@ -123,6 +124,9 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dsID := ""
 	if rt.Dataset != nil {
 		dsID = rt.Dataset.ID
+		if a, ok := r.Context().Value(arrivalKey{}).(*Arrival); ok {
+			a.Dataset = dsID
+		}
 	}
 	set := s.faults.Load()
 	e := s.effectFor(set, rt.Instance.p.ID, dsID)
@@ -269,6 +273,9 @@ func writeStatusPage(w http.ResponseWriter, status int) {
 func resetConnection(w http.ResponseWriter) {
 	if hj, ok := w.(http.Hijacker); ok {
 		if conn, _, err := hj.Hijack(); err == nil {
+			if ac, ok := conn.(*arrivalConn); ok {
+				conn = ac.Conn
+			}
 			if tc, ok := conn.(*net.TCPConn); ok {
 				_ = tc.SetLinger(0)
 			}

@@ -25,8 +25,10 @@ func (s *Simulator) Start(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("starting simulator: %w", err)
 	}
+	ln = arrivalListener{ln}
 	srv := &http.Server{
 		Handler:           s,
+		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}

@@ -299,7 +299,7 @@ type Admission struct {
 // the provider accepts it. Rejected calls do not count toward any window
 // or quota; they count as violations (or as fault rejections when only a
 // RejectAtFraction fault made the limit bind).
-func (s *Simulator) admit(ps *Instance, scopes []*Scope, fraction float64) Admission {
+func (s *Simulator) admit(r *http.Request, ps *Instance, scopes []*Scope, fraction float64) Admission {
 	if len(scopes) == 0 {
 		return Admission{OK: true}
 	}
@@ -307,14 +307,16 @@ func (s *Simulator) admit(ps *Instance, scopes []*Scope, fraction float64) Admis
 	defer s.mu.Unlock()
 	// The clock is read under the lock, so call times are in the order
 	// the calls are counted.
-	return s.admitLocked(ps, scopes, fraction, s.now())
+	return s.admitLocked(r, ps, scopes, fraction, s.now())
 }
 
-func (s *Simulator) admitLocked(ps *Instance, scopes []*Scope, fraction float64, now time.Time) Admission {
+func (s *Simulator) admitLocked(r *http.Request, ps *Instance, scopes []*Scope, fraction float64, now time.Time) Admission {
 	var tsArr [4]int64
 	ts := tsArr[:0]
+	a := arrivalOf(r)
+	a.Stamped = now
 	for _, st := range scopes {
-		ts = append(ts, st.observe(now))
+		ts = append(ts, st.observeArrival(now, a))
 	}
 	reject := func(idx int, v Verdict, field string, byFault, atFraction bool) Admission {
 		for i, st := range scopes {
@@ -323,6 +325,7 @@ func (s *Simulator) admitLocked(ps *Instance, scopes []*Scope, fraction float64,
 				st.rejectedByFault++
 			case i == idx:
 				st.rejected++
+				st.noteViolation(v, field)
 			default:
 				st.rejectedElsewhere++
 			}

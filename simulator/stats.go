@@ -95,6 +95,15 @@ type ScopeStats struct {
 	// DailyUsed is the accepted calls of the current day (provider's
 	// timezone).
 	DailyUsed int `json:"daily_used"`
+	// MaxStampLagMS is the longest a call was counted (stamped) after the
+	// kernel received its first bytes: how late, under load, the
+	// simulator's own clock saw a call.
+	MaxStampLagMS float64 `json:"max_stamp_lag_ms,omitempty"`
+	// MinGapCalls are the two calls of MinGapAllMS, earlier first.
+	MinGapCalls []Arrival `json:"min_gap_calls,omitempty"`
+	// FirstViolation is the first call rejected over a limit, nil if
+	// none.
+	FirstViolation *Violation `json:"first_violation,omitempty"`
 }
 
 // ProviderStats counts what happened at one provider.
@@ -168,6 +177,12 @@ func (st *Scope) snapshot(now time.Time) *ScopeStats {
 	if st.allGaps.minGap >= 0 {
 		v := ms(st.allGaps.minGap)
 		out.MinGapAllMS = &v
+	}
+	out.MinGapCalls = append([]Arrival(nil), st.minGapCalls...)
+	out.MaxStampLagMS = ms(int64(st.maxStampLag))
+	if st.firstViolation != nil {
+		v := *st.firstViolation
+		out.FirstViolation = &v
 	}
 	if st.allGaps.seen {
 		st.rollDay(now)

@@ -109,7 +109,9 @@ type SendTracker interface {
 	// used (its deadline passed, or its limiter gave it up), and the
 	// request asks Limiter.Wait again instead of leaving.
 	Leave(now time.Time) bool
-	// Wrote says the request's headers were written.
+	// Wrote says the request is written: its first bytes go to the
+	// kernel (or, on a connection the connector did not dial, its headers
+	// were written).
 	Wrote(now time.Time)
 	// Done says the request's round trip ended, answered or failed; it
 	// comes after Wrote, or instead of it when the write was not reported.

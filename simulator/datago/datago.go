@@ -172,7 +172,7 @@ func (p *provider) operation(r *http.Request, rt simulator.Route, fraction float
 	if in == nil {
 		return gatewayError("30", "auth")
 	}
-	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
+	if adm := p.h.Admit(r, in, rt.Dataset, fraction); !adm.OK {
 		if adm.Reason == simulator.OverDaily {
 			return gatewayError("22", "limit")
 		}

@@ -201,6 +201,18 @@ func TestDatagoGatewayErrors(t *testing.T) {
 	if s := st.Scopes["datago/service/15094807"]; s.Rejected != 2 || s.Accepted != 2 || s.MinGapMS == nil || *s.MinGapMS != 2000 || *s.MinGapAllMS != 0 {
 		t.Errorf("scope stats %+v", s)
 	}
+	// The report names the first violation's two calls: the accepted call
+	// 1.999 s before it and the rejected one, when each was counted and
+	// from which connection.
+	s := st.Scopes["datago/service/15094807"]
+	if v := s.FirstViolation; v == nil || v.Reason != "over_interval" || v.Field != "min_interval_seconds" || v.Previous == nil ||
+		v.Call.Stamped.Sub(v.Previous.Stamped) != 1999*time.Millisecond || v.Call.Remote == "" || v.Previous.Remote == "" ||
+		v.Call.Dataset != "fsc-stock-market-index" {
+		t.Errorf("first violation %+v", v)
+	}
+	if len(s.MinGapCalls) != 2 || s.MinGapCalls[1].Stamped != s.MinGapCalls[0].Stamped {
+		t.Errorf("the smallest gap's calls %+v, want the two rejected calls at one instant", s.MinGapCalls)
+	}
 	if st.Providers["datago"].AuthFailures != 3 {
 		t.Errorf("auth failures %d", st.Providers["datago"].AuthFailures)
 	}

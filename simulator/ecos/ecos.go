@@ -138,7 +138,7 @@ func result(xml bool, code, outcome string) *simulator.Reply {
 // statisticSearch answers GET /api/StatisticSearch/{KEY}/{json|xml}/{kr|en}/
 // {start}/{end}/{STAT}/{CYCLE}/{from}/{to}/{items…}.
 func (p *provider) statisticSearch(r *http.Request, rt simulator.Route, fraction float64) *simulator.Reply {
-	q, rep := p.parseSearch(rt, fraction)
+	q, rep := p.parseSearch(r, rt, fraction)
 	if rep != nil {
 		return rep
 	}
@@ -172,7 +172,7 @@ type search struct {
 // parseSearch reads and checks a StatisticSearch path in the order ECOS
 // does (key, format, limit, service, language, rows, statistic, periods),
 // answering the first failure with its RESULT code.
-func (p *provider) parseSearch(rt simulator.Route, fraction float64) (*search, *simulator.Reply) {
+func (p *provider) parseSearch(r *http.Request, rt simulator.Route, fraction float64) (*search, *simulator.Reply) {
 	seg := strings.Split(strings.TrimPrefix(rt.Path, "/api/"), "/")
 	for len(seg) > 0 && seg[len(seg)-1] == "" {
 		seg = seg[:len(seg)-1]
@@ -188,7 +188,7 @@ func (p *provider) parseSearch(rt simulator.Route, fraction float64) (*search, *
 	if len(seg) < 3 || (seg[2] != "json" && seg[2] != "xml") {
 		return nil, result(false, "ERROR-200", "error")
 	}
-	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
+	if adm := p.h.Admit(r, in, rt.Dataset, fraction); !adm.OK {
 		return nil, result(xml, "ERROR-602", "limit")
 	}
 	if seg[0] != "StatisticSearch" {

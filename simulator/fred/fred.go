@@ -117,7 +117,7 @@ func (p *provider) observations(r *http.Request, rt simulator.Route, fraction fl
 	if fileType != "" && fileType != "json" && fileType != "xml" {
 		return fail(false, http.StatusBadRequest, "Bad Request.  Variable file_type is not one of the following values: 'xml', 'json'.", "error")
 	}
-	in, rep := p.authorize(q.Get("api_key"), xml, rt, fraction)
+	in, rep := p.authorize(r, q.Get("api_key"), xml, rt, fraction)
 	if rep != nil {
 		return rep
 	}
@@ -163,7 +163,7 @@ func (p *provider) observations(r *http.Request, rt simulator.Route, fraction fl
 // authorize finds the instance owning key and admits the call against its
 // rate limit, or answers FRED's error for a missing, malformed or unknown
 // key or an exceeded limit.
-func (p *provider) authorize(key string, xml bool, rt simulator.Route, fraction float64) (*simulator.Instance, *simulator.Reply) {
+func (p *provider) authorize(r *http.Request, key string, xml bool, rt simulator.Route, fraction float64) (*simulator.Instance, *simulator.Reply) {
 	switch {
 	case key == "":
 		return nil, fail(xml, http.StatusBadRequest, "Bad Request.  Variable api_key is not set."+keyHelp, "auth")
@@ -174,7 +174,7 @@ func (p *provider) authorize(key string, xml bool, rt simulator.Route, fraction 
 	if in == nil {
 		return nil, fail(xml, http.StatusBadRequest, "Bad Request.  The value for variable api_key is not registered."+keyHelp, "auth")
 	}
-	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
+	if adm := p.h.Admit(r, in, rt.Dataset, fraction); !adm.OK {
 		return nil, fail(xml, http.StatusTooManyRequests, "Too Many Requests.  Exceeded Rate Limit", "limit")
 	}
 	return in, nil

@@ -356,7 +356,7 @@ func (p *provider) data(r *http.Request, rt simulator.Route, fraction float64) *
 	if expired {
 		return gatewayError(http.StatusInternalServerError, "EGW00123", "기간이 만료된 token 입니다.", "auth")
 	}
-	if adm := p.h.Admit(in, rt.Dataset, fraction); !adm.OK {
+	if adm := p.h.Admit(r, in, rt.Dataset, fraction); !adm.OK {
 		return gatewayError(http.StatusInternalServerError, "EGW00201", "초당 거래건수를 초과하였습니다.", "limit")
 	}
 	trID := r.Header.Get("tr_id")

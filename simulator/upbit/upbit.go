@@ -191,7 +191,7 @@ var minuteUnits = map[string]int{"1": 1, "3": 3, "5": 5, "10": 10, "15": 15, "30
 
 // candlesReply answers GET /v1/candles/{days|weeks|months|minutes/N}.
 func (p *provider) candlesReply(r *http.Request, rt simulator.Route, fraction float64) *simulator.Reply {
-	v := p.h.AdmitBlocking(rt.Instance, scopesOf(rt.Instance, registry.ScopeIP), fraction, BlockRule)
+	v := p.h.AdmitBlocking(r, rt.Instance, scopesOf(rt.Instance, registry.ScopeIP), fraction, BlockRule)
 	rep := p.candles(r, rt, v)
 	rep.Header.Set("Remaining-Req", remainingReq("candles", v.Remaining))
 	return rep
@@ -370,7 +370,7 @@ func (p *provider) exchange(r *http.Request, rt simulator.Route, fraction float6
 	in := rt.Instance
 	rep := p.auth(r)
 	if rep == nil {
-		v := p.h.AdmitBlocking(in, scopesOf(in, registry.ScopeAccount), fraction, BlockRule)
+		v := p.h.AdmitBlocking(r, in, scopesOf(in, registry.ScopeAccount), fraction, BlockRule)
 		if !v.OK {
 			rep = limited(v)
 		} else {

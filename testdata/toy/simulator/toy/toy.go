@@ -46,7 +46,7 @@ func (p *provider) serve(r *http.Request, rt simulator.Route, fraction float64) 
 	if in == nil {
 		return fail(http.StatusUnauthorized, "unknown key", "auth")
 	}
-	if !p.h.Admit(in, rt.Dataset, fraction).OK {
+	if !p.h.Admit(r, in, rt.Dataset, fraction).OK {
 		return fail(http.StatusTooManyRequests, "slow down", "limit")
 	}
 	from, ok1 := synth.ParseISO(q.Get("from"))
