@@ -284,17 +284,7 @@ func stateTitle(provider string, state Kind, watched int, cs []Change) string {
 	if len(rest) == 0 {
 		return t
 	}
-	counts := map[Kind]int{}
-	for _, c := range rest {
-		counts[c.Kind]++
-	}
-	var parts []string
-	for _, k := range kindOrder {
-		if n := counts[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, words[k]))
-		}
-	}
-	return t + "; " + strings.Join(parts, ", ")
+	return t + "; " + strings.Join(kindCounts(rest), ", ")
 }
 
 // title says a group's changes in a line: "kis: kis.stock down" for one,
@@ -309,6 +299,17 @@ func title(provider string, cs []Change) string {
 		}
 		return fmt.Sprintf("%s: %s %s", provider, what, words[c.Kind])
 	}
+	parts := kindCounts(cs)
+	if len(parts) == 1 {
+		n, word, _ := strings.Cut(parts[0], " ")
+		return fmt.Sprintf("%s: %s datasets %s", provider, n, word)
+	}
+	return provider + ": " + strings.Join(parts, ", ")
+}
+
+// kindCounts says how many of cs are of each kind, in kindOrder: "2 down",
+// "1 late".
+func kindCounts(cs []Change) []string {
 	counts := map[Kind]int{}
 	for _, c := range cs {
 		counts[c.Kind]++
@@ -319,14 +320,7 @@ func title(provider string, cs []Change) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, words[k]))
 		}
 	}
-	if len(parts) == 1 {
-		for _, k := range kindOrder {
-			if n := counts[k]; n > 0 {
-				return fmt.Sprintf("%s: %d datasets %s", provider, n, words[k])
-			}
-		}
-	}
-	return provider + ": " + strings.Join(parts, ", ")
+	return parts
 }
 
 var words = map[Kind]string{

@@ -2,28 +2,17 @@ package ratelimit_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"os"
-	"regexp"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/sluicehq/sluice/embedded"
+	"github.com/sluicehq/sluice/embedded/embeddedtest"
 	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
@@ -38,25 +27,12 @@ func startTemporal(t testing.TB) client.Client {
 }
 
 // sharedServer is the one embedded Temporal server the package's tests
-// share, each in a namespace of its own (startServer): an embedded start
-// under -race costs seconds of CPU, a namespace a few milliseconds.
-// TestMain stops it.
-var sharedServer struct {
-	once sync.Once
-	srv  *embedded.Server
-	dir  string
-	err  error
-	seq  atomic.Int64
-}
+// share, each in a namespace of its own (startServer). TestMain stops it.
+var sharedServer embeddedtest.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if sharedServer.srv != nil {
-		_ = sharedServer.srv.Stop()
-	}
-	if sharedServer.dir != "" {
-		_ = os.RemoveAll(sharedServer.dir)
-	}
+	sharedServer.Stop()
 	os.Exit(code)
 }
 
@@ -65,54 +41,12 @@ func TestMain(m *testing.M) {
 // on first use.
 func startServer(t testing.TB) (client.Client, string) {
 	t.Helper()
-	sharedServer.once.Do(func() {
-		if sharedServer.dir, sharedServer.err = os.MkdirTemp("", "ratelimit-temporal-"); sharedServer.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		sharedServer.srv, sharedServer.err = embedded.Start(ctx, embedded.Options{DataDir: sharedServer.dir, FrontendAddr: "127.0.0.1:0",
-			UIAddr: embedded.UIOff, Logger: slog.New(slog.DiscardHandler)})
-	})
-	if sharedServer.err != nil {
-		t.Fatalf("starting Temporal: %v", sharedServer.err)
-	}
-	hostPort := sharedServer.srv.FrontendHostPort()
-	name := strings.Trim(strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")), "-")
-	ns := fmt.Sprintf("t%d-%s", sharedServer.seq.Add(1), name)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: hostPort, Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if err := nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: ns,
-		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
-		t.Fatalf("registering namespace %s: %v", ns, err)
-	}
-	for {
-		_, err := nc.Describe(ctx, ns)
-		if err == nil {
-			break
-		}
-		var nf *serviceerror.NamespaceNotFound
-		if !errors.As(err, &nf) || ctx.Err() != nil {
-			t.Fatalf("waiting for namespace %s: %v", ns, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	hostPort, ns := sharedServer.Namespace(t)
 	tc, err := client.Dial(client.Options{HostPort: hostPort, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
-	// The limiter's workflow carries its SluiceKind: the search
-	// attributes the embedded server gives its own namespace.
-	if _, err := tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: ns,
-		SearchAttributes: embedded.SearchAttributes}); err != nil {
-		t.Fatalf("registering search attributes on %s: %v", ns, err)
-	}
 	w := sdkworker.New(tc, "limiter-test", sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(ratelimit.ScopeLimiter, workflow.RegisterOptions{Name: ratelimit.WorkflowName})
 	w.RegisterWorkflowWithOptions(events.Workflow, workflow.RegisterOptions{Name: events.WorkflowName})
