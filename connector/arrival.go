@@ -17,17 +17,25 @@ const arrivalSlack = 250 * time.Millisecond
 
 // tcpConnOf is the TCP connection under c (through TLS), or nil.
 func tcpConnOf(c net.Conn) *net.TCPConn {
+	tc, _ := connUnder[*net.TCPConn](c)
+	return tc
+}
+
+// connUnder finds the connection of type T under c, unwrapping at most
+// four layers that expose NetConn (a TLS connection's), or reports none.
+func connUnder[T net.Conn](c net.Conn) (T, bool) {
 	for range 4 {
-		switch v := c.(type) {
-		case *net.TCPConn:
-			return v
-		case interface{ NetConn() net.Conn }:
-			c = v.NetConn()
-		default:
-			return nil
+		if v, ok := c.(T); ok {
+			return v, true
 		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = u.NetConn()
 	}
-	return nil
+	var none T
+	return none, false
 }
 
 // arrivalCheck is when, past its permit's deadline, the request written

@@ -55,15 +55,6 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 // guardedConnOf finds the guardedConn under c (a TLS connection's
 // included), or nil when the client's dialer is not the connector's.
 func guardedConnOf(c net.Conn) *guardedConn {
-	for range 4 {
-		switch v := c.(type) {
-		case *guardedConn:
-			return v
-		case interface{ NetConn() net.Conn }:
-			c = v.NetConn()
-		default:
-			return nil
-		}
-	}
-	return nil
+	gc, _ := connUnder[*guardedConn](c)
+	return gc
 }
