@@ -186,44 +186,35 @@ func TestPostgresClusterSurvivesNodeKill(t *testing.T) {
 	}
 	t.Cleanup(w.Stop)
 
-	const workflows = 16
-	runs := make([]client.WorkflowRun, workflows)
-	for i := range runs {
+	// The workflows' shards are spread over both history services, so
+	// some are A's and move to B when A dies. Which shards a node owns
+	// depends on the ring (random ports), so 16 fixed IDs can all land on
+	// one node (seen: all 16 on one node for 5 minutes): start at least 16,
+	// and more until both nodes own some.
+	var runs []client.WorkflowRun
+	owners := map[string]int{}
+	for len(runs) < 16 || len(owners) < 2 {
+		if len(runs) == 256 {
+			t.Fatalf("%d workflows live on history services %v, want both nodes'", len(runs), owners)
+		}
+		i := len(runs)
 		run, err := ca.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: fmt.Sprintf("pg-cluster-%d", i), TaskQueue: taskQueue,
 		}, waitSignal)
 		if err != nil {
 			t.Fatalf("starting workflow %d through A: %v", i, err)
 		}
-		runs[i] = run
+		runs = append(runs, run)
+		ms, err := admin.DescribeMutableState(ctx, &adminservice.DescribeMutableStateRequest{
+			Namespace: embedded.DefaultNamespace,
+			Execution: &commonpb.WorkflowExecution{WorkflowId: run.GetID(), RunId: run.GetRunID()},
+		})
+		if err != nil {
+			t.Fatalf("describing %s's mutable state: %v", run.GetID(), err)
+		}
+		owners[ms.GetHistoryAddr()]++
 	}
-	// The workflows' shards are spread over both history services, so
-	// some are A's and move to B when A dies. Both history services in the
-	// ring is not yet both owning shards: the one that joined second
-	// acquires its shards a moment later (seen: all 16 on one node right
-	// after B's ring showed two members), so ask again until they spread.
-	var owners map[string]int
-	for {
-		owners = map[string]int{}
-		for _, run := range runs {
-			ms, err := admin.DescribeMutableState(ctx, &adminservice.DescribeMutableStateRequest{
-				Namespace: embedded.DefaultNamespace,
-				Execution: &commonpb.WorkflowExecution{WorkflowId: run.GetID(), RunId: run.GetRunID()},
-			})
-			if err != nil {
-				t.Fatalf("describing %s's mutable state: %v", run.GetID(), err)
-			}
-			owners[ms.GetHistoryAddr()]++
-		}
-		if len(owners) == 2 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the %d workflows live on history services %v, want both nodes' (%v)", workflows, owners, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	workflows := len(runs)
 	t.Logf("the %d workflows' shards: %v", workflows, owners)
 
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
