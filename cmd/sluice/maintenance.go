@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/connector"
 	"github.com/sluicehq/sluice/notify"
+	"github.com/sluicehq/sluice/registry"
 )
 
 func init() {
@@ -87,11 +88,7 @@ func newMaintenanceAddCmd() *cobra.Command {
 		Example: `  sluice maintenance add --provider kis --for 2h --reason "KIS system upgrade"
   sluice maintenance add --dataset fred-dgs10 --start 2026-12-08T01:00:00+09:00 --end 2026-12-08T03:00:00+09:00`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			w := notify.Window{Reason: reason}
 			switch {
 			case (provider == "") == (dataset == ""):
@@ -109,6 +106,7 @@ func newMaintenanceAddCmd() *cobra.Command {
 				w.Dataset, w.Provider = ds.ID, ds.Provider
 			}
 			now := time.Now()
+			var err error
 			if w.Start, err = parseMaintenanceTime("start", start, now); err != nil {
 				return err
 			}
@@ -135,7 +133,7 @@ func newMaintenanceAddCmd() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "maintenance window %s of %s from %s to %s\n", w.ID, w.Target(),
 				w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339))
 			return nil
-		},
+		}),
 	}
 	sf.bind(cmd.Flags())
 	fs := cmd.Flags()
@@ -155,11 +153,7 @@ func newMaintenanceListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the maintenance windows open or to come (the registry's and the store's)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			st, err := sf.db.openExisting(cmd.Context(), sf.dataDir)
 			if err != nil {
 				return err
@@ -189,7 +183,7 @@ func newMaintenanceListCmd() *cobra.Command {
 			}
 			writeMaintenance(cmd.OutOrStdout(), windows, now)
 			return nil
-		},
+		}),
 	}
 	sf.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&all, "all", false, "the ended windows too")

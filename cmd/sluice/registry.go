@@ -83,11 +83,7 @@ violation, listing every one with its file, line and YAML path.`,
 		Use:   "list",
 		Short: "List the registry's datasets: id, provider, scope instance, probe interval, ingest schedule",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			t := newTable(cmd.OutOrStdout(), "DATASET\tPROVIDER\tSCOPE\tPROBE\tINGEST\tNAME")
 			for _, d := range reg.Datasets {
 				var scopes []string
@@ -104,7 +100,20 @@ violation, listing every one with its file, line and YAML path.`,
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Provider, strings.Join(scopes, ","), probe, ingest, d.Name)
 			}
 			return t.Flush()
-		},
+		}),
 	})
 	return cmd
+}
+
+// withRegistry is the RunE of a command that takes no arguments and works
+// on the loaded registry: the registry is loaded (an error names the file,
+// field and value) before run is called.
+func withRegistry(run func(cmd *cobra.Command, reg *registry.Registry) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		reg, err := loadRegistry()
+		if err != nil {
+			return err
+		}
+		return run(cmd, reg)
+	}
 }

@@ -74,16 +74,12 @@ after it) and catches up --catchup-window after a Temporal outage.
 
 Run it after every registry change, with the registry the workers run.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			return tf.withClient(cmd.Context(), func(tc client.Client) error {
 				_, err := syncSchedules(cmd.Context(), tc, reg, schedules.Options{TaskQueue: tf.taskQueue, CatchupWindow: catchup}, dryRun, cmd.OutOrStdout())
 				return err
 			})
-		},
+		}),
 	}
 	tf.bind(cmd.Flags())
 	catchupFlag(cmd, &catchup)

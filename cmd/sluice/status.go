@@ -222,12 +222,8 @@ Behind a reverse proxy, name it with --status-trusted-proxy CIDR[,CIDR]: only
 from it are X-Forwarded-For / X-Real-IP (the client whose wrong tokens are
 counted) and X-Forwarded-Proto: https (Secure cookies) believed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			ctx := cmd.Context()
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
 			tok, err := operatorToken()
 			if err != nil {
 				return err
@@ -266,7 +262,7 @@ counted) and X-Forwarded-Proto: https (Secure cookies) believed.`,
 			}
 			<-ctx.Done()
 			return nil
-		},
+		}),
 	}
 	fs := cmd.Flags()
 	tf.bind(fs)

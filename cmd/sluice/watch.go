@@ -146,12 +146,8 @@ not up. The NEXT column comes from each dataset's watch workflow on the
 configured Temporal (--temporal); without it the table is printed all the same.
 docs/watch.md has the rules. ` + "`sluice watch sync`" + ` starts and stops the watch workflows.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			ctx := cmd.Context()
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
 			ids, err := selectDatasets(reg, datasets, providers)
 			if err != nil {
 				return err
@@ -181,7 +177,7 @@ docs/watch.md has the rules. ` + "`sluice watch sync`" + ` starts and stops the 
 				fmt.Fprintf(cmd.ErrOrStderr(), "watch workflows unknown: %v\n", terr)
 			}
 			return nil
-		},
+		}),
 	}
 	rf.bind(cmd.Flags())
 	cmd.Flags().StringSliceVar(&datasets, "dataset", nil, "only this dataset (repeatable)")
@@ -294,12 +290,8 @@ no update: a watch reads its dataset's interval from the workers' registry at
 every probe. Touches nothing but Watch workflows (the daily ingest's Schedules
 are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: withRegistry(func(cmd *cobra.Command, reg *registry.Registry) error {
 			ctx := cmd.Context()
-			reg, err := loadRegistry()
-			if err != nil {
-				return err
-			}
 			return tf.withClient(ctx, func(tc client.Client) error {
 				running, err := watchsync.Running(ctx, tc)
 				if err != nil {
@@ -313,7 +305,7 @@ are ` + "`sluice schedules`" + `'). --dry-run prints the plan only.`,
 				writeSyncSteps(cmd.OutOrStdout(), steps, dryRun)
 				return applyErr
 			})
-		},
+		}),
 	}
 	tf.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done, do nothing")
