@@ -234,7 +234,8 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	return f
 }
 
-// reportBackfill prints the backfill's progress to standard error every
+// reportBackfill prints the backfill's progress (with each provider's
+// calls, counted as its chunks are recorded) to standard error every
 // 15 s until done closes, so a run that takes minutes shows it is alive.
 func (c *cluster) reportBackfill(ctx context.Context, id string, done <-chan struct{}) {
 	tick := time.NewTicker(15 * time.Second)
@@ -257,9 +258,13 @@ func (c *cluster) reportBackfill(ctx context.Context, id string, done <-chan str
 			fmt.Fprintf(os.Stderr, "bench: %s: progress: %v\n", time.Since(began).Round(time.Second), err)
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s: %s, chunks %d/%d (failed %d), calls %d/%d, load %.1f\n",
+		var per []string
+		for _, pp := range p.Providers {
+			per = append(per, fmt.Sprintf("%s %d/%d", pp.Provider, pp.Counts.Calls, pp.Counts.PlannedCalls))
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s: %s, chunks %d/%d (failed %d), calls %d/%d (%s), load %.1f\n",
 			time.Since(began).Round(time.Second), p.State, p.Counts.Done, p.Counts.Total, p.Counts.Failed,
-			p.Counts.Calls, p.Counts.PlannedCalls, loadAverage())
+			p.Counts.Calls, p.Counts.PlannedCalls, strings.Join(per, ", "), loadAverage())
 	}
 }
 
