@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/planner"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
@@ -120,6 +121,9 @@ type backfillFigures struct {
 	// percentile; tripsCalls the calls counted.
 	tripsP50, tripsP99 int
 	tripsCalls         int64
+	// kisLagP50, kisLagP99 are the times from a KIS request's write to its
+	// answer (metrics.AnswerLagMetric), median and 99th percentile.
+	kisLagP50, kisLagP99 time.Duration
 }
 
 // BenchmarkBackfillDefaultRegistry runs the default registry's backfill
@@ -170,6 +174,7 @@ func BenchmarkBackfillDefaultRegistry(b *testing.B) {
 	b.ReportMetric(float64(f.violations), "violations")
 	b.ReportMetric(float64(f.tripsP50), "trips/call-p50")
 	b.ReportMetric(float64(f.tripsP99), "trips/call-p99")
+	b.ReportMetric(float64(f.kisLagP50)/float64(time.Millisecond), "kis-answer-lag-p50-ms")
 	printBackfillFigures(f)
 	if f.violations != 0 {
 		b.Errorf("the simulator counted %d violations", f.violations)
@@ -222,6 +227,7 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	f.reported, f.runs = res.MaxHistory, res.Runs
 	f.rssKB = peakRSS(b, c.workers[0].pid())
 	f.tripsP50, f.tripsP99, f.tripsCalls = c.scrapeTrips(c.workers[0])
+	f.kisLagP50, f.kisLagP99 = c.scrapeKISLag(c.workers[0])
 	st := c.sim.Stats()
 	for _, p := range st.Providers {
 		f.calls += p.Requests
@@ -234,11 +240,11 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	return f
 }
 
-// reportBackfill prints the backfill's progress (with each provider's
-// calls, counted as its chunks are recorded) to standard error every
-// 15 s until done closes, so a run that takes minutes shows it is alive.
+// reportBackfill prints the backfill's progress (with the requests each
+// provider received so far) to standard error every
+// 5 s until done closes, so a run that takes minutes shows it is alive.
 func (c *cluster) reportBackfill(ctx context.Context, id string, done <-chan struct{}) {
-	tick := time.NewTicker(15 * time.Second)
+	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	began := time.Now()
 	for {
@@ -258,9 +264,16 @@ func (c *cluster) reportBackfill(ctx context.Context, id string, done <-chan str
 			fmt.Fprintf(os.Stderr, "bench: %s: progress: %v\n", time.Since(began).Round(time.Second), err)
 			continue
 		}
+		// Each provider's requests as the simulator received them (the
+		// progress counts a chunk's calls once it is recorded).
 		var per []string
+		st := c.sim.Stats()
 		for _, pp := range p.Providers {
-			per = append(per, fmt.Sprintf("%s %d/%d", pp.Provider, pp.Counts.Calls, pp.Counts.PlannedCalls))
+			var got int64
+			if ps := st.Providers[pp.Provider]; ps != nil {
+				got = ps.Requests
+			}
+			per = append(per, fmt.Sprintf("%s %d/%d", pp.Provider, got, pp.Counts.PlannedCalls))
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s: %s, chunks %d/%d (failed %d), calls %d/%d (%s), load %.1f\n",
 			time.Since(began).Round(time.Second), p.State, p.Counts.Done, p.Counts.Total, p.Counts.Failed,
@@ -353,6 +366,7 @@ func printBackfillFigures(f backfillFigures) {
 	fmt.Fprintf(w, "peak worker RSS\t%.0f MiB\t\n", float64(f.rssKB)/1024)
 	fmt.Fprintf(w, "violations (simulator)\t%d\t0\n", f.violations)
 	fmt.Fprintf(w, "limiter round trips per call (median, p99)\t%d, %d over %d calls\t\n", f.tripsP50, f.tripsP99, f.tripsCalls)
+	fmt.Fprintf(w, "KIS write to answer (median, p99; bucket bounds)\t%s, %s\t\n", f.kisLagP50, f.kisLagP99)
 	fmt.Fprintf(w, "load average (1 min) at start / end\t%.1f / %.1f on %d cores\t\n", f.load[0], f.load[1], runtime.NumCPU())
 	_ = w.Flush()
 }
@@ -366,6 +380,38 @@ var tripsBucketRe = regexp.MustCompile(`^` + ratelimit.TripsMetric + `_bucket\{l
 // at or above the nearest rank: exact up to 16), and how many calls; -1
 // beyond the last bound.
 func (c *cluster) scrapeTrips(w *workerProc) (p50, p99 int, calls int64) {
+	buckets := c.scrapeHistogram(w, tripsBucketRe)
+	if len(buckets) == 0 {
+		return 0, 0, 0
+	}
+	return int(quantile(buckets, 0.5)), int(quantile(buckets, 0.99)), buckets[len(buckets)-1].cum
+}
+
+// kisLagBucketRe matches a bucket of kis/key's write-to-answer times.
+var kisLagBucketRe = regexp.MustCompile(`^` + metrics.AnswerLagMetric + `_bucket\{scope="kis/key",le="([^"]+)"\} (\S+)$`)
+
+// scrapeKISLag reads a worker's /metrics: the median and 99th percentile
+// of the time from a KIS request's write to its answer (bucket bounds),
+// what each chained KIS window pays beyond its length.
+func (c *cluster) scrapeKISLag(w *workerProc) (p50, p99 time.Duration) {
+	buckets := c.scrapeHistogram(w, kisLagBucketRe)
+	if len(buckets) == 0 {
+		return 0, 0
+	}
+	sec := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+	return sec(quantile(buckets, 0.5)), sec(quantile(buckets, 0.99))
+}
+
+// histBucket is one cumulative bucket of a Prometheus histogram.
+type histBucket struct {
+	le  float64
+	cum int64
+}
+
+// scrapeHistogram reads a worker's /metrics and returns the buckets of the
+// histogram whose bucket lines re matches (bound and count submatches), in
+// order.
+func (c *cluster) scrapeHistogram(w *workerProc, re *regexp.Regexp) []histBucket {
 	c.t.Helper()
 	b, err := os.ReadFile(w.log)
 	if err != nil {
@@ -380,14 +426,10 @@ func (c *cluster) scrapeTrips(w *workerProc) (p50, p99 int, calls int64) {
 		c.t.Fatalf("scraping %s: %v", w.name, err)
 	}
 	defer resp.Body.Close()
-	type bucket struct {
-		le  float64
-		cum int64
-	}
-	var buckets []bucket
+	var buckets []histBucket
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		s := tripsBucketRe.FindStringSubmatch(sc.Text())
+		s := re.FindStringSubmatch(sc.Text())
 		if s == nil {
 			continue
 		}
@@ -396,26 +438,29 @@ func (c *cluster) scrapeTrips(w *workerProc) (p50, p99 int, calls int64) {
 		if err1 != nil || err2 != nil {
 			c.t.Fatalf("%s: unreadable sample %q", w.name, sc.Text())
 		}
-		buckets = append(buckets, bucket{le, int64(n)})
+		buckets = append(buckets, histBucket{le, int64(n)})
 	}
 	if err := sc.Err(); err != nil {
 		c.t.Fatalf("scraping %s: %v", w.name, err)
 	}
+	return buckets
+}
+
+// quantile is the least bucket bound at or above the nearest rank of q;
+// -1 beyond the last bound, 0 for an empty histogram.
+func quantile(buckets []histBucket, q float64) float64 {
 	if len(buckets) == 0 {
-		return 0, 0, 0
+		return 0
 	}
-	calls = buckets[len(buckets)-1].cum // le="+Inf"
-	at := func(q float64) int {
-		rank := max(int64(math.Ceil(q*float64(calls))), 1)
-		for _, bk := range buckets {
-			if bk.cum >= rank {
-				if math.IsInf(bk.le, 1) {
-					return -1 // beyond the last bound
-				}
-				return int(bk.le)
+	total := buckets[len(buckets)-1].cum // le="+Inf"
+	rank := max(int64(math.Ceil(q*float64(total))), 1)
+	for _, bk := range buckets {
+		if bk.cum >= rank {
+			if math.IsInf(bk.le, 1) {
+				return -1 // beyond the last bound
 			}
+			return bk.le
 		}
-		return -1
 	}
-	return at(0.5), at(0.99), calls
+	return -1
 }

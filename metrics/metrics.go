@@ -21,6 +21,7 @@ type Metrics struct {
 
 	Calls         *prometheus.CounterVec   // provider, scope, outcome
 	LimiterWait   *prometheus.HistogramVec // scope
+	AnswerLag     *prometheus.HistogramVec // scope
 	Bytes         *prometheus.CounterVec   // provider, kind (raw, compressed)
 	Duration      *prometheus.HistogramVec // activity, provider, outcome
 	BackoffFactor *prometheus.GaugeVec     // scope
@@ -51,6 +52,11 @@ func New() *Metrics {
 			Help:    "Time a call waited for its permit from the scope's limiter, including the round trip.",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"scope"}),
+		AnswerLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    AnswerLagMetric,
+			Help:    "Time from a request's write to the end of its round trip (its answer's headers), by scope instance: what each chained window of the process's calls pays beyond the window (docs/ratelimit.md).",
+			Buckets: []float64{0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60},
+		}, []string{"scope"}),
 		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_lake_bytes_total",
 			Help: "Bytes written to the lake, raw (as the provider sent them) and compressed.",
@@ -77,9 +83,21 @@ func New() *Metrics {
 			Help: "OpenLineage events by outcome: sent (to one destination), failed (every attempt failed, or the file could not be written) or dropped (the queue was full, or the worker stopping).",
 		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.Calls, m.LimiterWait, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining, m.Lineage,
+	reg.MustRegister(m.Calls, m.LimiterWait, m.AnswerLag, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining, m.Lineage,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// AnswerLagMetric is the histogram of write-to-answer times of the calls a
+// worker's limiter client tracks (Metrics.Answered).
+const AnswerLagMetric = "sluice_provider_answer_lag_seconds"
+
+// Answered records the time from one tracked request's write to the end of
+// its round trip.
+func (m *Metrics) Answered(scope string, d time.Duration) {
+	if m != nil {
+		m.AnswerLag.WithLabelValues(scope).Observe(d.Seconds())
+	}
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -302,6 +302,7 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 		case r.state == sendWrote && st == sendDone:
 			r.state, r.done = sendAnswered, now
 			b.roundTrips.add(now.Sub(r.at))
+			c.metrics.Answered(p.Scope, now.Sub(r.at))
 		}
 	}
 	c.sendChanged()

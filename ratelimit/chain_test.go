@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
 )
 
@@ -132,5 +136,38 @@ func TestChainWorth(t *testing.T) {
 	}
 	if b.chainWorth(lim, 20*time.Millisecond) {
 		t.Error("20 ms answers at a 20 ms tolerance: chained, although a chained window would cost more")
+	}
+}
+
+// TestAnsweredCallsAreMeasured: each tracked request's time from its write
+// to its answer goes to the client's metrics, by scope (the lag a chained
+// window pays, sluice_provider_answer_lag_seconds); a request that was
+// never reported written is not measured.
+func TestAnsweredCallsAreMeasured(t *testing.T) {
+	m := metrics.New()
+	c := NewClient(nil, ClientOptions{Metrics: m})
+	b := c.batcher("kis/key")
+	now := time.Now()
+	long := now.Add(time.Minute)
+	c.recordSends(b, []Permit{{Scope: "kis/key", GrantID: 1, SendAt: now, Deadline: long},
+		{Scope: "kis/key", GrantID: 2, SendAt: now, Deadline: long}}, true, now)
+	tr := c.Track([]Permit{{Scope: "kis/key", GrantID: 1, Deadline: long}})
+	if !tr.Leave(now) {
+		t.Fatal("grant 1 could not leave")
+	}
+	tr.Wrote(now)
+	tr.Done(now.Add(17 * time.Millisecond))
+	tr2 := c.Track([]Permit{{Scope: "kis/key", GrantID: 2, Deadline: long}})
+	if !tr2.Leave(now) {
+		t.Fatal("grant 2 could not leave")
+	}
+	tr2.Done(now.Add(40 * time.Millisecond)) // no write reported
+	h := m.AnswerLag.WithLabelValues("kis/key").(prometheus.Histogram)
+	var out dto.Metric
+	if err := h.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := out.GetHistogram().GetSampleCount(), out.GetHistogram().GetSampleSum(); n != 1 || sum < 0.0169 || sum > 0.0171 {
+		t.Errorf("answer lag of kis/key: %d samples summing to %.4f s, want 1 of 0.017 s", n, sum)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicehq/sluice/internal/kind"
+	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/ratelimit/ledger"
 	"github.com/sluicehq/sluice/ratelimit/permit"
 )
@@ -147,6 +148,7 @@ type Client struct {
 	log       *slog.Logger
 	fit       bool
 	noChain   bool
+	metrics   *metrics.Metrics // nil: none
 
 	// sendCh is closed and replaced whenever a send record changes
 	// (guarded by mu): Ready waits on it.
@@ -190,6 +192,9 @@ type ClientOptions struct {
 	// the latest send moment of the grants before it (for comparisons:
 	// chaining is what lets a long run approach the declared rate).
 	NoChain bool
+	// Metrics, when set, receives each tracked call's write-to-answer
+	// time (Metrics.Answered): the lag every chained window pays.
+	Metrics *metrics.Metrics
 }
 
 // NewClient returns a limiter client over a Temporal client.
@@ -200,7 +205,7 @@ func NewClient(tc client.Client, opts ClientOptions) *Client {
 	}
 	host, _ := os.Hostname()
 	return &Client{
-		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{}, fit: opts.FitTolerance, noChain: opts.NoChain,
+		tc: tc, taskQueue: opts.TaskQueue, log: log, scopes: map[string]*batcher{}, fit: opts.FitTolerance, noChain: opts.NoChain, metrics: opts.Metrics,
 		sendCh: make(chan struct{}),
 		caller: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
 	}

@@ -207,7 +207,7 @@ func Start(opts Options) (*Worker, error) {
 		opts.TokenStore = store
 	}
 	m := metrics.New()
-	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger})
+	lim := ratelimit.NewClient(opts.Client, ratelimit.ClientOptions{TaskQueue: opts.TaskQueue, Logger: opts.Logger, Metrics: m})
 	recorder := events.NewRecorder(opts.Client, opts.TaskQueue)
 	var acts *activities.Activities // set below; events notify through it
 	notifying := opts.Notify != nil && len(opts.Notify.Sinks) > 0
