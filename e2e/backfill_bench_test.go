@@ -124,6 +124,9 @@ type backfillFigures struct {
 	// kisLagP50, kisLagP99 are the times from a KIS request's write to its
 	// answer (metrics.AnswerLagMetric), median and 99th percentile.
 	kisLagP50, kisLagP99 time.Duration
+	// kisSendP50, kisSendP99 are the times from a KIS permit's send time
+	// to its request's write (metrics.SendDelayMetric).
+	kisSendP50, kisSendP99 time.Duration
 }
 
 // BenchmarkBackfillDefaultRegistry runs the default registry's backfill
@@ -175,6 +178,7 @@ func BenchmarkBackfillDefaultRegistry(b *testing.B) {
 	b.ReportMetric(float64(f.tripsP50), "trips/call-p50")
 	b.ReportMetric(float64(f.tripsP99), "trips/call-p99")
 	b.ReportMetric(float64(f.kisLagP50)/float64(time.Millisecond), "kis-answer-lag-p50-ms")
+	b.ReportMetric(float64(f.kisSendP50)/float64(time.Millisecond), "kis-send-delay-p50-ms")
 	printBackfillFigures(f)
 	if f.violations != 0 {
 		b.Errorf("the simulator counted %d violations", f.violations)
@@ -227,7 +231,8 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	f.reported, f.runs = res.MaxHistory, res.Runs
 	f.rssKB = peakRSS(b, c.workers[0].pid())
 	f.tripsP50, f.tripsP99, f.tripsCalls = c.scrapeTrips(c.workers[0])
-	f.kisLagP50, f.kisLagP99 = c.scrapeKISLag(c.workers[0])
+	f.kisLagP50, f.kisLagP99 = c.scrapeKIS(c.workers[0], metrics.AnswerLagMetric)
+	f.kisSendP50, f.kisSendP99 = c.scrapeKIS(c.workers[0], metrics.SendDelayMetric)
 	st := c.sim.Stats()
 	for _, p := range st.Providers {
 		f.calls += p.Requests
@@ -367,6 +372,7 @@ func printBackfillFigures(f backfillFigures) {
 	fmt.Fprintf(w, "violations (simulator)\t%d\t0\n", f.violations)
 	fmt.Fprintf(w, "limiter round trips per call (median, p99)\t%d, %d over %d calls\t\n", f.tripsP50, f.tripsP99, f.tripsCalls)
 	fmt.Fprintf(w, "KIS write to answer (median, p99; bucket bounds)\t%s, %s\t\n", f.kisLagP50, f.kisLagP99)
+	fmt.Fprintf(w, "KIS permit's send time to write (median, p99)\t%s, %s\t\n", f.kisSendP50, f.kisSendP99)
 	fmt.Fprintf(w, "load average (1 min) at start / end\t%.1f / %.1f on %d cores\t\n", f.load[0], f.load[1], runtime.NumCPU())
 	_ = w.Flush()
 }
@@ -387,14 +393,18 @@ func (c *cluster) scrapeTrips(w *workerProc) (p50, p99 int, calls int64) {
 	return int(quantile(buckets, 0.5)), int(quantile(buckets, 0.99)), buckets[len(buckets)-1].cum
 }
 
-// kisLagBucketRe matches a bucket of kis/key's write-to-answer times.
-var kisLagBucketRe = regexp.MustCompile(`^` + metrics.AnswerLagMetric + `_bucket\{scope="kis/key",le="([^"]+)"\} (\S+)$`)
+// kisBucketRe matches a bucket of kis/key's series of the histogram name.
+func kisBucketRe(name string) *regexp.Regexp {
+	return regexp.MustCompile(`^` + name + `_bucket\{scope="kis/key",le="([^"]+)"\} (\S+)$`)
+}
 
-// scrapeKISLag reads a worker's /metrics: the median and 99th percentile
-// of the time from a KIS request's write to its answer (bucket bounds),
-// what each chained KIS window pays beyond its length.
-func (c *cluster) scrapeKISLag(w *workerProc) (p50, p99 time.Duration) {
-	buckets := c.scrapeHistogram(w, kisLagBucketRe)
+// scrapeKIS reads a worker's /metrics: the median and 99th percentile
+// (bucket bounds) of kis/key's series of a histogram in seconds —
+// metrics.AnswerLagMetric (a request's write to its answer, what each
+// chained window pays) or metrics.SendDelayMetric (a permit's send time to
+// its request's write).
+func (c *cluster) scrapeKIS(w *workerProc, name string) (p50, p99 time.Duration) {
+	buckets := c.scrapeHistogram(w, kisBucketRe(name))
 	if len(buckets) == 0 {
 		return 0, 0
 	}

@@ -22,6 +22,7 @@ type Metrics struct {
 	Calls         *prometheus.CounterVec   // provider, scope, outcome
 	LimiterWait   *prometheus.HistogramVec // scope
 	AnswerLag     *prometheus.HistogramVec // scope
+	SendDelay     *prometheus.HistogramVec // scope
 	Bytes         *prometheus.CounterVec   // provider, kind (raw, compressed)
 	Duration      *prometheus.HistogramVec // activity, provider, outcome
 	BackoffFactor *prometheus.GaugeVec     // scope
@@ -57,6 +58,11 @@ func New() *Metrics {
 			Help:    "Time from a request's write to the end of its round trip (its answer's headers), by scope instance: what each chained window of the process's calls pays beyond the window (docs/ratelimit.md).",
 			Buckets: []float64{0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60},
 		}, []string{"scope"}),
+		SendDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    SendDelayMetric,
+			Help:    "Time from a permit's send time to its request's write, by scope instance: the waits for the process's own earlier answers (chained grants), the caller's wake-up and the connection.",
+			Buckets: []float64{0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2},
+		}, []string{"scope"}),
 		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_lake_bytes_total",
 			Help: "Bytes written to the lake, raw (as the provider sent them) and compressed.",
@@ -83,7 +89,7 @@ func New() *Metrics {
 			Help: "OpenLineage events by outcome: sent (to one destination), failed (every attempt failed, or the file could not be written) or dropped (the queue was full, or the worker stopping).",
 		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.Calls, m.LimiterWait, m.AnswerLag, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining, m.Lineage,
+	reg.MustRegister(m.Calls, m.LimiterWait, m.AnswerLag, m.SendDelay, m.Bytes, m.Duration, m.BackoffFactor, m.Events, m.Remaining, m.Lineage,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -97,6 +103,18 @@ const AnswerLagMetric = "sluice_provider_answer_lag_seconds"
 func (m *Metrics) Answered(scope string, d time.Duration) {
 	if m != nil {
 		m.AnswerLag.WithLabelValues(scope).Observe(d.Seconds())
+	}
+}
+
+// SendDelayMetric is the histogram of the times from a permit's send time
+// to its request's write (Metrics.Sent).
+const SendDelayMetric = "sluice_provider_send_delay_seconds"
+
+// Sent records how long after its permit's send time one tracked request
+// was written.
+func (m *Metrics) Sent(scope string, d time.Duration) {
+	if m != nil {
+		m.SendDelay.WithLabelValues(scope).Observe(max(d, 0).Seconds())
 	}
 }
 

@@ -299,6 +299,9 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 		case r == nil:
 		case r.state == sendLeaving:
 			r.state, r.at = st, now
+			if st == sendWrote && !p.SendAt.IsZero() {
+				c.metrics.Sent(p.Scope, now.Sub(p.SendAt))
+			}
 		case r.state == sendWrote && st == sendDone:
 			r.state, r.done = sendAnswered, now
 			b.roundTrips.add(now.Sub(r.at))

@@ -141,8 +141,9 @@ func TestChainWorth(t *testing.T) {
 
 // TestAnsweredCallsAreMeasured: each tracked request's time from its write
 // to its answer goes to the client's metrics, by scope (the lag a chained
-// window pays, sluice_provider_answer_lag_seconds); a request that was
-// never reported written is not measured.
+// window pays, sluice_provider_answer_lag_seconds), and so does the time
+// from its permit's send time to its write (sluice_provider_send_delay_seconds);
+// a request that was never reported written is measured by neither.
 func TestAnsweredCallsAreMeasured(t *testing.T) {
 	m := metrics.New()
 	c := NewClient(nil, ClientOptions{Metrics: m})
@@ -151,7 +152,7 @@ func TestAnsweredCallsAreMeasured(t *testing.T) {
 	long := now.Add(time.Minute)
 	c.recordSends(b, []Permit{{Scope: "kis/key", GrantID: 1, SendAt: now, Deadline: long},
 		{Scope: "kis/key", GrantID: 2, SendAt: now, Deadline: long}}, true, now)
-	tr := c.Track([]Permit{{Scope: "kis/key", GrantID: 1, Deadline: long}})
+	tr := c.Track([]Permit{{Scope: "kis/key", GrantID: 1, SendAt: now.Add(-4 * time.Millisecond), Deadline: long}})
 	if !tr.Leave(now) {
 		t.Fatal("grant 1 could not leave")
 	}
@@ -169,5 +170,13 @@ func TestAnsweredCallsAreMeasured(t *testing.T) {
 	}
 	if n, sum := out.GetHistogram().GetSampleCount(), out.GetHistogram().GetSampleSum(); n != 1 || sum < 0.0169 || sum > 0.0171 {
 		t.Errorf("answer lag of kis/key: %d samples summing to %.4f s, want 1 of 0.017 s", n, sum)
+	}
+	// The write came 4 ms after the permit's send time.
+	out.Reset()
+	if err := m.SendDelay.WithLabelValues("kis/key").(prometheus.Histogram).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := out.GetHistogram().GetSampleCount(), out.GetHistogram().GetSampleSum(); n != 1 || sum < 0.0039 || sum > 0.0041 {
+		t.Errorf("send delay of kis/key: %d samples summing to %.4f s, want 1 of 0.004 s", n, sum)
 	}
 }
