@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -105,7 +106,9 @@ func TestDevConsole(t *testing.T) {
 // error." line for a failed attempt (a transient answer the retry policy
 // tries again) goes to the log file, not to the console, unless at
 // --log-level debug; a real warning still shows. The make run console
-// showed these as ERROR lines.
+// showed these as ERROR lines. So does its line for a heartbeat sent as
+// the attempt ended (a cancelled context), seen once as a WARN on a
+// make run console; any other heartbeat failure stays a warning.
 func TestConsoleKeepsRetriedAttemptsOffIt(t *testing.T) {
 	for _, c := range []struct {
 		level   string
@@ -120,6 +123,8 @@ func TestConsoleKeepsRetriedAttemptsOffIt(t *testing.T) {
 		tl := temporalLogger(log)
 		tl.Error("Activity error.", "ActivityType", "Ingest", "Attempt", 1, "Error", "fred data call: transient: HTTP 503")
 		tl.Warn("Failed to poll for task.", "Error", "connection refused")
+		tl.Warn("RecordActivityHeartbeat with error", "Error", context.Canceled)
+		tl.Warn("RecordActivityHeartbeat with error", "Error", errors.New("deadline exceeded reaching the frontend"))
 		log.Warn("a daily run took more calls than the budget gate counts for it")
 		closeLog()
 		file, err := os.ReadFile(path)
@@ -131,6 +136,18 @@ func TestConsoleKeepsRetriedAttemptsOffIt(t *testing.T) {
 		}
 		if got := strings.Contains(console.String(), "Activity error."); got != c.console {
 			t.Errorf("%s: the attempt's error on the console %v, want %v:\n%s", c.level, got, c.console, console.String())
+		}
+		// A heartbeat the SDK sent as its attempt ended (a cancelled
+		// context) is info, seen once on a make run console; a heartbeat
+		// that failed otherwise stays a warning.
+		if got := strings.Contains(console.String(), "context canceled"); got != c.console {
+			t.Errorf("%s: the cancelled heartbeat on the console %v, want %v:\n%s", c.level, got, c.console, console.String())
+		}
+		if !strings.Contains(console.String(), "deadline exceeded reaching the frontend") {
+			t.Errorf("%s: the failed heartbeat is not on the console:\n%s", c.level, console.String())
+		}
+		if !strings.Contains(string(file), `level=INFO msg="RecordActivityHeartbeat with error" Error="context canceled"`) {
+			t.Errorf("%s: the log file lacks the cancelled heartbeat at info:\n%s", c.level, file)
 		}
 		if strings.Contains(console.String(), "level=ERROR") {
 			t.Errorf("%s: an ERROR line on the console:\n%s", c.level, console.String())

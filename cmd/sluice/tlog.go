@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"go.temporal.io/sdk/log"
@@ -21,6 +22,12 @@ func temporalLogger(l *slog.Logger) log.Logger {
 // attempt.
 const activityError = "Activity error."
 
+// heartbeatError is the message of the SDK's line for a heartbeat it could
+// not record. With a cancelled context it is a heartbeat the SDK buffered
+// and sent as its attempt ended (the attempt's context is cancelled then):
+// info, like activityError. Any other error stays a warning.
+const heartbeatError = "RecordActivityHeartbeat with error"
+
 type quieter struct{ slog.Handler }
 
 func (q quieter) Enabled(ctx context.Context, lvl slog.Level) bool {
@@ -34,13 +41,28 @@ func (q quieter) Handle(ctx context.Context, r slog.Record) error {
 	switch {
 	case r.Level == slog.LevelInfo:
 		r.Level = slog.LevelDebug
-	case r.Message == activityError && r.Level > slog.LevelInfo:
+	case r.Level > slog.LevelInfo && (r.Message == activityError || r.Message == heartbeatError && cancelled(r)):
 		r.Level = slog.LevelInfo
 		if !q.Handler.Enabled(ctx, r.Level) {
 			return nil
 		}
 	}
 	return q.Handler.Handle(ctx, r)
+}
+
+// cancelled reports whether a record's Error attribute is a cancelled
+// context.
+func cancelled(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "Error" {
+			return true
+		}
+		err, ok := a.Value.Any().(error)
+		found = ok && errors.Is(err, context.Canceled) || a.Value.String() == context.Canceled.Error()
+		return false
+	})
+	return found
 }
 
 func (q quieter) WithAttrs(attrs []slog.Attr) slog.Handler {
