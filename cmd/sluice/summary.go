@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -84,6 +87,7 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 	writeRow(t, "total", total, stats != nil, bounds, longest)
 	_ = t.Flush()
 	fmt.Fprintf(w, "batch %s: %s elapsed\n", res.Date, res.Finished.Sub(res.Started).Round(10*time.Millisecond))
+	writeViolations(w, stats)
 	var failed []workflows.DatasetResult
 	for _, r := range res.Results {
 		if r.Status == workflows.StatusFailed {
@@ -96,6 +100,40 @@ func writeSummary(w io.Writer, res workflows.DailyIngestResult, stats *simulator
 			fmt.Fprintf(w, "  %s [%s] %s\n", r.Dataset, r.ErrorType, r.Error)
 		}
 	}
+}
+
+// writeViolations prints, for each scope the simulator counted a
+// violation on, its first one: the limit, the rejected call and the
+// accepted call before it, with when each reached the kernel, was read and
+// was counted — what tells a call sent too early from one the simulator
+// counted late.
+func writeViolations(w io.Writer, stats *simulator.Stats) {
+	if stats == nil {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(stats.Scopes))
+	for _, id := range ids {
+		s := stats.Scopes[id]
+		v := s.FirstViolation
+		if s.Violations == 0 || v == nil {
+			continue
+		}
+		fmt.Fprintf(w, "violation on %s (%d in all): %s of %s; the call %s\n", id, s.Violations, v.Reason, v.Field, arrivalText(v.Call))
+		if v.Previous != nil {
+			fmt.Fprintf(w, "  the accepted call before it %s\n", arrivalText(*v.Previous))
+		}
+	}
+}
+
+// arrivalText describes a call's arrival at the simulator.
+func arrivalText(a simulator.Arrival) string {
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("15:04:05.000000")
+	}
+	return fmt.Sprintf("(%s) kernel %s, read %s, counted %s", cmp.Or(a.Dataset, "dataset unknown"), stamp(a.Kernel), stamp(a.Read), stamp(a.Stamped))
 }
 
 // summaryRow is one provider's line of a batch summary, or the total.

@@ -11,7 +11,9 @@ import (
 
 // TestWriteSummary pins the batch summary: a row per provider (sorted),
 // the total summing them (elapsed the longest, the bound the longest),
-// the violations of the providers' scopes, and the failed datasets.
+// the violations of the providers' scopes with the first one's calls (a
+// make run once reported 1 ECOS violation and nothing to tell whether the
+// call was sent early or counted late), and the failed datasets.
 func TestWriteSummary(t *testing.T) {
 	start := time.Date(2026, 8, 3, 0, 0, 0, 0, time.UTC)
 	res := workflows.DailyIngestResult{
@@ -27,7 +29,9 @@ func TestWriteSummary(t *testing.T) {
 	}
 	stats := &simulator.Stats{Scopes: map[string]*simulator.ScopeStats{
 		"fred/key": {Provider: "fred", Violations: 2},
-		"ecos/key": {Provider: "ecos", Violations: 1},
+		"ecos/key": {Provider: "ecos", Violations: 1, FirstViolation: &simulator.Violation{Reason: "over_window", Field: "requests_per_second",
+			Call: simulator.Arrival{Kernel: start.Add(3*time.Second + 1500*time.Microsecond), Read: start.Add(3*time.Second + 2*time.Millisecond), Stamped: start.Add(3*time.Second + 2100*time.Microsecond), Dataset: "ecos.cpi"},
+			Previous: &simulator.Arrival{Stamped: start.Add(2*time.Second + 3*time.Millisecond), Dataset: "ecos.base_rate"}}},
 		"kis/key":  {Provider: "kis", Violations: 7}, // no dataset of this batch
 	}}
 	bounds := map[string]time.Duration{"ecos": 4 * time.Second, "fred": 500 * time.Millisecond}
@@ -38,6 +42,8 @@ func TestWriteSummary(t *testing.T) {
       fred     2   1        0       1  4.0 KiB     1.0 KiB   4.0×       5s      -         -           2
      total     4   2        1       1  3.0 MiB     1.0 MiB   3.0×       8s     4s     2.00×           3
 batch 2026-08-03: 9s elapsed
+violation on ecos/key (1 in all): over_window of requests_per_second; the call (ecos.cpi) kernel 00:00:03.001500, read 00:00:03.002000, counted 00:00:03.002100
+  the accepted call before it (ecos.base_rate) kernel -, read -, counted 00:00:02.003000
 
 1 dataset(s) failed (re-run them with sluice ingest --date 2026-08-03 --dataset ID):
   fred.unrate [Transient] HTTP 503
