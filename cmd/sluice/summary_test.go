@@ -30,9 +30,9 @@ func TestWriteSummary(t *testing.T) {
 	stats := &simulator.Stats{Scopes: map[string]*simulator.ScopeStats{
 		"fred/key": {Provider: "fred", Violations: 2},
 		"ecos/key": {Provider: "ecos", Violations: 1, FirstViolation: &simulator.Violation{Reason: "over_window", Field: "requests_per_second",
-			Call: simulator.Arrival{Kernel: start.Add(3*time.Second + 1500*time.Microsecond), Read: start.Add(3*time.Second + 2*time.Millisecond), Stamped: start.Add(3*time.Second + 2100*time.Microsecond), Dataset: "ecos.cpi"},
+			Call:     simulator.Arrival{Kernel: start.Add(3*time.Second + 1500*time.Microsecond), Read: start.Add(3*time.Second + 2*time.Millisecond), Stamped: start.Add(3*time.Second + 2100*time.Microsecond), Dataset: "ecos.cpi"},
 			Previous: &simulator.Arrival{Stamped: start.Add(2*time.Second + 3*time.Millisecond), Dataset: "ecos.base_rate"}}},
-		"kis/key":  {Provider: "kis", Violations: 7}, // no dataset of this batch
+		"kis/key": {Provider: "kis", Violations: 7}, // no dataset of this batch
 	}}
 	bounds := map[string]time.Duration{"ecos": 4 * time.Second, "fred": 500 * time.Millisecond}
 	var b strings.Builder
