@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io/fs"
 	"math"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -230,9 +228,10 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	f.chunks, f.ok, f.failed = res.Counts.Total, res.Counts.OK+res.Counts.NoData, res.Counts.Failed
 	f.reported, f.runs = res.MaxHistory, res.Runs
 	f.rssKB = peakRSS(b, c.workers[0].pid())
-	f.tripsP50, f.tripsP99, f.tripsCalls = c.scrapeTrips(c.workers[0])
-	f.kisLagP50, f.kisLagP99 = c.scrapeKIS(c.workers[0], metrics.AnswerLagMetric)
-	f.kisSendP50, f.kisSendP99 = c.scrapeKIS(c.workers[0], metrics.SendDelayMetric)
+	lines := c.scrapeMetrics(c.workers[0])
+	f.tripsP50, f.tripsP99, f.tripsCalls = c.trips(c.workers[0], lines)
+	f.kisLagP50, f.kisLagP99 = c.kisQuantiles(c.workers[0], lines, metrics.AnswerLagMetric)
+	f.kisSendP50, f.kisSendP99 = c.kisQuantiles(c.workers[0], lines, metrics.SendDelayMetric)
 	st := c.sim.Stats()
 	for _, p := range st.Providers {
 		f.calls += p.Requests
@@ -245,9 +244,9 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 	return f
 }
 
-// reportBackfill prints the backfill's progress (with the requests each
-// provider received so far) to standard error every
-// 5 s until done closes, so a run that takes minutes shows it is alive.
+// reportBackfill prints the backfill's progress, with the requests each
+// provider received so far, to standard error every 5 s until done
+// closes, so a run that takes minutes shows it is alive.
 func (c *cluster) reportBackfill(ctx context.Context, id string, done <-chan struct{}) {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
@@ -381,12 +380,12 @@ func printBackfillFigures(f backfillFigures) {
 // histogram.
 var tripsBucketRe = regexp.MustCompile(`^` + ratelimit.TripsMetric + `_bucket\{le="([^"]+)"\} (\S+)$`)
 
-// scrapeTrips reads a worker's /metrics: the median and 99th percentile
-// of the limiter round trips its gate's calls took (the least bucket bound
-// at or above the nearest rank: exact up to 16), and how many calls; -1
-// beyond the last bound.
-func (c *cluster) scrapeTrips(w *workerProc) (p50, p99 int, calls int64) {
-	buckets := c.scrapeHistogram(w, tripsBucketRe)
+// trips reads the limiter round trips a worker's gate's calls took from
+// its /metrics lines: the median and 99th percentile (the least bucket
+// bound at or above the nearest rank: exact up to 16), and how many calls;
+// -1 beyond the last bound.
+func (c *cluster) trips(w *workerProc, lines []string) (p50, p99 int, calls int64) {
+	buckets := c.histogram(w, lines, tripsBucketRe)
 	if len(buckets) == 0 {
 		return 0, 0, 0
 	}
@@ -398,13 +397,13 @@ func kisBucketRe(name string) *regexp.Regexp {
 	return regexp.MustCompile(`^` + name + `_bucket\{scope="kis/key",le="([^"]+)"\} (\S+)$`)
 }
 
-// scrapeKIS reads a worker's /metrics: the median and 99th percentile
-// (bucket bounds) of kis/key's series of a histogram in seconds —
-// metrics.AnswerLagMetric (a request's write to its answer, what each
+// kisQuantiles reads from a worker's /metrics lines the median and 99th
+// percentile (bucket bounds) of kis/key's series of a histogram in seconds
+// — metrics.AnswerLagMetric (a request's write to its answer, what each
 // chained window pays) or metrics.SendDelayMetric (a permit's send time to
 // its request's write).
-func (c *cluster) scrapeKIS(w *workerProc, name string) (p50, p99 time.Duration) {
-	buckets := c.scrapeHistogram(w, kisBucketRe(name))
+func (c *cluster) kisQuantiles(w *workerProc, lines []string, name string) (p50, p99 time.Duration) {
+	buckets := c.histogram(w, lines, kisBucketRe(name))
 	if len(buckets) == 0 {
 		return 0, 0
 	}
@@ -418,40 +417,23 @@ type histBucket struct {
 	cum int64
 }
 
-// scrapeHistogram reads a worker's /metrics and returns the buckets of the
-// histogram whose bucket lines re matches (bound and count submatches), in
-// order.
-func (c *cluster) scrapeHistogram(w *workerProc, re *regexp.Regexp) []histBucket {
+// histogram returns, in order, the buckets of the histogram whose bucket
+// lines re matches (bound and count submatches) among a worker's /metrics
+// lines.
+func (c *cluster) histogram(w *workerProc, lines []string, re *regexp.Regexp) []histBucket {
 	c.t.Helper()
-	b, err := os.ReadFile(w.log)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	m := metricsAddrRe.FindSubmatch(b)
-	if m == nil {
-		c.t.Fatalf("%s logged no metrics address", w.name)
-	}
-	resp, err := http.Get("http://" + string(m[1]) + "/metrics")
-	if err != nil {
-		c.t.Fatalf("scraping %s: %v", w.name, err)
-	}
-	defer resp.Body.Close()
 	var buckets []histBucket
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		s := re.FindStringSubmatch(sc.Text())
+	for _, line := range lines {
+		s := re.FindStringSubmatch(line)
 		if s == nil {
 			continue
 		}
 		le, err1 := strconv.ParseFloat(s[1], 64)
 		n, err2 := strconv.ParseFloat(s[2], 64)
 		if err1 != nil || err2 != nil {
-			c.t.Fatalf("%s: unreadable sample %q", w.name, sc.Text())
+			c.t.Fatalf("%s: unreadable sample %q", w.name, line)
 		}
 		buckets = append(buckets, histBucket{le, int64(n)})
-	}
-	if err := sc.Err(); err != nil {
-		c.t.Fatalf("scraping %s: %v", w.name, err)
 	}
 	return buckets
 }

@@ -189,6 +189,29 @@ var outcomeLabelRe = regexp.MustCompile(`outcome="([^"]*)"`)
 // by scope instance and outcome (the call's class, or ok).
 func (c *cluster) scrapeOutcomes(w *workerProc) map[string]map[string]int64 {
 	c.t.Helper()
+	out := map[string]map[string]int64{}
+	for _, line := range c.scrapeMetrics(w) {
+		s := callsRe.FindStringSubmatch(line)
+		if s == nil {
+			continue
+		}
+		scope, outcome := scopeLabelRe.FindStringSubmatch(s[1]), outcomeLabelRe.FindStringSubmatch(s[1])
+		v, err := strconv.ParseFloat(s[2], 64)
+		if scope == nil || outcome == nil || err != nil {
+			c.t.Fatalf("%s: unreadable sample %q", w.name, line)
+		}
+		if out[scope[1]] == nil {
+			out[scope[1]] = map[string]int64{}
+		}
+		out[scope[1]][outcome[1]] += int64(v)
+	}
+	return out
+}
+
+// scrapeMetrics reads a worker's /metrics (at the address its log names)
+// and returns its lines.
+func (c *cluster) scrapeMetrics(w *workerProc) []string {
+	c.t.Helper()
 	b, err := os.ReadFile(w.log)
 	if err != nil {
 		c.t.Fatal(err)
@@ -202,27 +225,15 @@ func (c *cluster) scrapeOutcomes(w *workerProc) map[string]map[string]int64 {
 		c.t.Fatalf("scraping %s: %v", w.name, err)
 	}
 	defer resp.Body.Close()
-	out := map[string]map[string]int64{}
+	var lines []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		s := callsRe.FindStringSubmatch(sc.Text())
-		if s == nil {
-			continue
-		}
-		scope, outcome := scopeLabelRe.FindStringSubmatch(s[1]), outcomeLabelRe.FindStringSubmatch(s[1])
-		v, err := strconv.ParseFloat(s[2], 64)
-		if scope == nil || outcome == nil || err != nil {
-			c.t.Fatalf("%s: unreadable sample %q", w.name, sc.Text())
-		}
-		if out[scope[1]] == nil {
-			out[scope[1]] = map[string]int64{}
-		}
-		out[scope[1]][outcome[1]] += int64(v)
+		lines = append(lines, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
 		c.t.Fatalf("scraping %s: %v", w.name, err)
 	}
-	return out
+	return lines
 }
 
 // TestSpentQuotaClosesTheService: data.go.kr answers its first call of

@@ -192,8 +192,9 @@ type ClientOptions struct {
 	// the latest send moment of the grants before it (for comparisons:
 	// chaining is what lets a long run approach the declared rate).
 	NoChain bool
-	// Metrics, when set, receives each tracked call's write-to-answer
-	// time (Metrics.Answered): the lag every chained window pays.
+	// Metrics, when set, receives each tracked call's time from its
+	// permit's send time to its write (Metrics.Sent) and from its write to
+	// its answer (Metrics.Answered): what every chained window pays.
 	Metrics *metrics.Metrics
 }
 

@@ -51,16 +51,16 @@ func (q quieter) Handle(ctx context.Context, r slog.Record) error {
 }
 
 // cancelled reports whether a record's Error attribute is a cancelled
-// context.
+// context (an error, or its text).
 func cancelled(r slog.Record) bool {
 	found := false
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key != "Error" {
-			return true
+		if a.Key == "Error" {
+			err, ok := a.Value.Any().(error)
+			found = ok && errors.Is(err, context.Canceled) || a.Value.String() == context.Canceled.Error()
+			return false
 		}
-		err, ok := a.Value.Any().(error)
-		found = ok && errors.Is(err, context.Canceled) || a.Value.String() == context.Canceled.Error()
-		return false
+		return true
 	})
 	return found
 }
