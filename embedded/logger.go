@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/internal/redact"
@@ -106,7 +107,20 @@ var (
 
 func (l serverLogger) Debug(msg string, tags ...tag.Tag) { l.emit(slog.LevelDebug, msg, tags) }
 func (l serverLogger) Info(msg string, tags ...tag.Tag)  { l.emit(slog.LevelInfo, msg, tags) }
-func (l serverLogger) Warn(msg string, tags ...tag.Tag)  { l.emit(slog.LevelWarn, msg, tags) }
+func (l serverLogger) Warn(msg string, tags ...tag.Tag) {
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, routineWarning) {
+		level = slog.LevelInfo
+	}
+	l.emit(level, msg, tags)
+}
+
+// routineWarning starts a warning the server logs for its own system
+// workflows on an ordinary start (a trailer of its internal worker
+// deployment workflow that its interceptor has no context for): nothing
+// an operator can act on, so it is logged at info, off the console.
+const routineWarning = "TrailerToContextMetadataInterceptor: Trailer had metadata but context not wrapped"
+
 func (l serverLogger) Error(msg string, tags ...tag.Tag) { l.emit(slog.LevelError, msg, tags) }
 func (l serverLogger) DPanic(msg string, tags ...tag.Tag) {
 	l.emit(slog.LevelError, msg, tags)
