@@ -170,8 +170,8 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 		var next time.Time // when a handed grant it waits for turns past its deadline
 		c.mu.Lock()
 		for _, p := range permits {
-			if p.SendAt.After(at) {
-				at = p.SendAt
+			if t := p.start(); t.After(at) {
+				at = t
 			}
 			if end.IsZero() || p.Deadline.Before(end) {
 				end = p.Deadline
@@ -301,6 +301,9 @@ func (t sendTracker) settle(now time.Time, st sendState) {
 			r.state, r.at = st, now
 			if st == sendWrote && !p.SendAt.IsZero() {
 				c.metrics.Sent(p.Scope, now.Sub(p.SendAt))
+				if now.Before(p.SendAt) {
+					c.count(func(s *ClientStats) { s.EarlySends++ })
+				}
 			}
 		case r.state == sendWrote && st == sendDone:
 			r.state, r.done = sendAnswered, now

@@ -97,6 +97,58 @@ func TestReadyFollowsOwnSends(t *testing.T) {
 	}
 }
 
+// TestReadyLeavesEarlyWhenLinksAllow: a chained permit of a limiter of
+// RulesAhead (Permit.Early) leaves once its links allow it, before its send
+// time when they allow that — the send time carries its acquire's return
+// leg, which the links do not need — and no earlier than Early; a permit
+// without Early waits for its send time as before.
+func TestReadyLeavesEarlyWhenLinksAllow(t *testing.T) {
+	c := NewClient(nil, ClientOptions{})
+	b := c.batcher("s")
+	now := time.Now()
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: now.Add(time.Minute)}}, true, now)
+	tr := c.Track([]Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: now.Add(time.Minute)}})
+	if !tr.Leave(now) {
+		t.Fatal("grant 1 could not leave")
+	}
+	tr.Wrote(now)
+	tr.Done(now.Add(time.Millisecond))
+	gap := 20 * time.Millisecond
+	sendAt := now.Add(300 * time.Millisecond) // its acquire's answer came back late
+	p := Permit{Scope: "s", GrantID: 2, SendAt: sendAt, Deadline: sendAt.Add(50 * time.Millisecond),
+		Early: now.Add(10 * time.Millisecond), Links: []ledger.Link{{ID: 1, Gap: gap}}, client: c}
+	if err := c.Ready(context.Background(), []Permit{p}); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Now()
+	if want := now.Add(time.Millisecond + gap); left.Before(want) {
+		t.Errorf("left %s after grant 1's write, before its link allowed (%s)", left.Sub(now), want.Sub(now))
+	}
+	if !left.Before(sendAt) {
+		t.Errorf("left %s after grant 1's write, not before its send time %s: the links allowed it at %s", left.Sub(now), sendAt.Sub(now), gap+time.Millisecond)
+	}
+	// Early binds where it is later than the links.
+	q := p
+	q.GrantID, q.Early = 3, time.Now().Add(60*time.Millisecond)
+	if err := q.Wait(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(q.Early) {
+		t.Errorf("left before Early")
+	}
+	// Without Early, the send time.
+	r := p
+	r.GrantID, r.Early = 4, time.Time{}
+	r.SendAt = time.Now().Add(40 * time.Millisecond)
+	r.Deadline = r.SendAt.Add(50 * time.Millisecond)
+	if err := c.Ready(context.Background(), []Permit{r}); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(r.SendAt) {
+		t.Errorf("a permit without Early left before its send time")
+	}
+}
+
 // TestRecordSendsStartsOverWithAFreshLedger: grant ids that go back (a
 // limiter started afresh) replace the process's records, so that a new
 // grant is never missing from them.

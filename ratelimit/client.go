@@ -87,19 +87,25 @@ type Permit struct {
 	// keeps its distance from (a limiter of RulesChain): Wait and
 	// Client.Ready hold it back until each allows it.
 	Links []ledger.Link
+	// Early (local clock; a chained grant of a limiter of RulesAhead) is
+	// the earliest moment the call may leave when its links allow it:
+	// every other constraint of the limiter holds from then on. Zero
+	// means SendAt.
+	Early time.Time
 
 	client *Client
 }
 
-// Wait sleeps until the permit's send time — and until its links allow
-// the call (Client.Ready) — and returns nil if the caller is still within
+// Wait sleeps until the permit's send time (Early, for a chained grant
+// that may leave before it) — and until its links allow the call
+// (Client.Ready) — and returns nil if the caller is still within
 // its send window, ErrLate if it is not (acquire again), or the context's
 // error. tick, if not nil, is called about every second while waiting
 // (activities heartbeat from it). A call sent after Wait is taken to have
 // been sent at its deadline (Client.Ready); one that reports its send
 // (Client.Track) lets the process's later calls follow it closer.
 func (p Permit) Wait(ctx context.Context, tick func()) error {
-	if err := sleepUntil(ctx, p.SendAt, tick); err != nil {
+	if err := sleepUntil(ctx, p.start(), tick); err != nil {
 		return err
 	}
 	if p.client != nil && len(p.Links) > 0 {
@@ -109,6 +115,15 @@ func (p Permit) Wait(ctx context.Context, tick func()) error {
 		return ErrLate
 	}
 	return nil
+}
+
+// start is the earliest moment the permit lets its call leave, its links
+// aside: Early, or SendAt.
+func (p Permit) start() time.Time {
+	if !p.Early.IsZero() {
+		return p.Early
+	}
+	return p.SendAt
 }
 
 // sleepUntil sleeps until t (local clock), calling tick about every second.
@@ -173,6 +188,10 @@ type ClientStats struct {
 	// deadline (Ready: the process stalled, or a link held it back too
 	// long); the call asked again.
 	LatePermits int64
+	// EarlySends counts tracked calls written before their permit's send
+	// time (a chained grant of a limiter of RulesAhead, its links
+	// allowing it).
+	EarlySends int64
 	// Tolerance is the tolerance the last acquire asked with (fitted to
 	// the round trips, or widened).
 	Tolerance time.Duration
@@ -673,6 +692,9 @@ func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp A
 			At: resp.Grants[i].At, Until: resp.Grants[i].At.Add(req.Limits.Tolerance)}
 		if i < len(resp.Links) {
 			permits[i].Links = resp.Links[i]
+		}
+		if i < len(resp.Ahead) && resp.Ahead[i] > 0 {
+			permits[i].Early = at.Add(-resp.Ahead[i])
 		}
 	}
 	if tracked && ledger.Rules(resp.Rules).Chain {

@@ -90,7 +90,7 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
 				Chain: req.Chain && req.Caller != "", Lead: req.Lead, NotBefore: req.NotBefore, NotAfter: req.NotAfter})
 			resp := AcquireResponse{Grants: ans.Grants, Quota: ans.Quota, RetryIn: ans.RetryIn, Factor: s.ledger.CurrentFactor(now, lim), RunID: runID,
-				Rules: rules, Yielded: ans.Yielded, Links: ans.Links, Earliest: ans.Earliest}
+				Rules: rules, Yielded: ans.Yielded, Links: ans.Links, Earliest: ans.Earliest, Ahead: ans.Ahead}
 			for _, g := range ans.Grants {
 				resp.Waits = append(resp.Waits, g.At.Sub(now))
 			}

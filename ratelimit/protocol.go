@@ -130,6 +130,10 @@ type AcquireResponse struct {
 	// Links are, per grant, the caller's own earlier grants it must keep
 	// its distance from (RulesChain, a chaining caller; Ledger.Reserve).
 	Links [][]ledger.Link `json:"links,omitempty"`
+	// Ahead are, per grant, how long before its wait the call may be sent
+	// once its links allow it (RulesAhead, a chaining caller;
+	// ledger.Answer.Ahead).
+	Ahead []time.Duration `json:"ahead,omitempty"`
 }
 
 // PenalizeRequest reports that the provider answered with its rate-limit

@@ -40,9 +40,11 @@ func TestLimiterAnswersReplay(t *testing.T) {
 		name   string
 		mutate func(*ledger.RuleSet)
 	}{
-		{"scope-limiter-window.json", ledger.RulesWindow, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
-		{"scope-limiter-window.json", ledger.RulesWindow, "windows ignored", func(r *ledger.RuleSet) { r.Window = false }},
-		{"scope-limiter.json", ledger.RulesWindow, "Until only where Late hides it", func(r *ledger.RuleSet) { r.KeepUntil = false }},
+		{"scope-limiter-window.json", ledger.RulesAhead, "no early sends", func(r *ledger.RuleSet) { r.Ahead = false }},
+		{"scope-limiter-window.json", ledger.RulesAhead, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-window-v1.json", ledger.RulesWindow, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-window-v1.json", ledger.RulesWindow, "windows ignored", func(r *ledger.RuleSet) { r.Window = false }},
+		{"scope-limiter-v6.json", ledger.RulesWindow, "Until only where Late hides it", func(r *ledger.RuleSet) { r.KeepUntil = false }},
 		{"scope-limiter-v5.json", ledger.RulesAnswer, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
 		{"scope-limiter-v4.json", ledger.RulesChain, "ChainMargin 10 ms → 2 ms (the drift of issue 20)", func(r *ledger.RuleSet) { r.ChainMargin = 2 * time.Millisecond }},
 		{"scope-limiter-v3.json", ledger.RulesPriority, "no priorities", func(r *ledger.RuleSet) { r.Priority = false }},

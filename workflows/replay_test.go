@@ -58,11 +58,16 @@ func TestReplay(t *testing.T) {
 		// A limiter recorded with the answer-anchored chain (RulesAnswer,
 		// "limiter-rules" 1), before windowed asks.
 		ratelimit.WorkflowName + "5": "scope-limiter-v5.json",
+		// A limiter recorded before chained grants could leave before
+		// their time ("limiter-rules" 2, RulesWindow).
+		ratelimit.WorkflowName + "6": "scope-limiter-v6.json",
 		// A limiter driven to give chained grants and answer windowed
-		// asks, whatever the batch's timing (RulesWindow).
-		ratelimit.WorkflowName + "/window": "scope-limiter-window.json",
-		events.WorkflowName + "1":          "ops-events-v1.json",
-		workflows.RefetchName:              "refetch.json",
+		// asks, whatever the batch's timing: under RulesAhead, and as
+		// recorded under RulesWindow.
+		ratelimit.WorkflowName + "/window":  "scope-limiter-window.json",
+		ratelimit.WorkflowName + "/window1": "scope-limiter-window-v1.json",
+		events.WorkflowName + "1":           "ops-events-v1.json",
+		workflows.RefetchName:               "refetch.json",
 		// A daily run that compared revisions (the histories above were
 		// recorded before it did, and replay without them:
 		// workflow.GetVersion "revisions"), and a watch.

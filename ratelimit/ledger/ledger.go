@@ -94,8 +94,17 @@ const (
 	// nothing while one waits — without the backfill share: probes are in
 	// the reserved demand.
 	RulesProbe = 5
+	// RulesAhead: RulesProbe, and each chained grant comes with how long
+	// before its time it may be sent (Answer.Ahead): as early as every
+	// constraint other than the caller's own links allows — the other
+	// callers' latest sends, a pause, the backoff, the day's start —
+	// since the links keep the caller's own sends apart. A process whose
+	// own windows follow its answers then no longer waits for a grant time
+	// its acquire's return leg pushed late, and its lateness does not
+	// ratchet up from window to window.
+	RulesAhead = 6
 	// RulesLatest is the generation a new limiter run follows.
-	RulesLatest = RulesProbe
+	RulesLatest = RulesAhead
 )
 
 // RuleSet is what one generation of ledger rules does.
@@ -119,6 +128,9 @@ type RuleSet struct {
 	// ProbeYields: a probe's ask waits behind daily callers (RulesProbe);
 	// otherwise it is a daily ask.
 	ProbeYields bool
+	// Ahead: a chaining caller's grants come with Answer.Ahead
+	// (RulesAhead); otherwise a grant is sent no earlier than its time.
+	Ahead bool
 }
 
 // ruleSets are the generations' rules, by generation. An entry never
@@ -133,6 +145,7 @@ var ruleSets = [...]RuleSet{
 	RulesAnswer: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true},
 	RulesWindow: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true},
 	RulesProbe:  {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true, ProbeYields: true},
+	RulesAhead:  {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true, ProbeYields: true, Ahead: true},
 }
 
 // Rules returns the rules of generation gen (the latest for a generation
@@ -344,6 +357,13 @@ type Answer struct {
 	// Links (RulesChain, a chaining caller) are, per grant, the caller's
 	// own earlier grants it must keep its distance from.
 	Links [][]Link
+	// Ahead (RulesAhead, a chaining caller) is, per grant, how long before
+	// its time the call may be sent once its links allow it: every
+	// constraint but the caller's own earlier grants — the other callers'
+	// latest sends (and any grant's a window further back), a pause, the
+	// day's start — is kept from that earlier moment; under a backoff, 0.
+	// It is never more than the grant's time less now.
+	Ahead []time.Duration
 }
 
 // Reserve grants up to ask.N calls at or after now and returns them.
@@ -469,6 +489,9 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 		if l.PausedUntil.After(g) {
 			g = l.PausedUntil
 		}
+		// early is the latest of the constraints other than the caller's
+		// links (RulesAhead).
+		early := l.PausedUntil
 		if k := len(l.Grants); k > 0 {
 			last := l.Grants[k-1].At
 			if last.After(g) {
@@ -487,30 +510,46 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			// length: after i's (and every earlier grant's) latest send,
 			// or, for a chaining caller, after its own earlier grants' times
 			// (the caller keeps the link) and the others' latest sends.
-			space := func(i int, length time.Duration) time.Time {
+			//
+			// It also returns what of that is not the caller's own links
+			// (others: RulesAhead): the latest send of the other callers'
+			// grants up to i, and of every grant n or more before i.
+			space := func(i, n int, length time.Duration) (t, others time.Time) {
 				gap := stretch(length) + slack
 				if chain == 0 || length > ChainMaxWindow {
-					return lateOf(i).Add(gap)
+					t = lateOf(i).Add(gap)
+					return t, t
 				}
 				other, ownID, ownAt := l.chainFrom(i, chain, margin+lead, lim)
-				t := other.Add(gap)
+				t = other.Add(gap)
 				if ownID != 0 {
 					links = append(links, Link{ID: ownID, Gap: gap + margin})
 					if o := ownAt.Add(gap + margin + lead); o.After(t) {
 						t = o
 					}
 				}
-				return t
+				if rules.Ahead {
+					others = l.othersFrom(i, n, chain, margin+lead, lim).Add(gap)
+				}
+				return t, others
 			}
 			if lim.MinInterval > 0 {
-				if t := space(k-1, lim.MinInterval); t.After(g) {
+				t, o := space(k-1, 1, lim.MinInterval)
+				if t.After(g) {
 					g = t
+				}
+				if o.After(early) {
+					early = o
 				}
 			}
 			for _, w := range lim.Windows {
 				if k >= w.Count {
-					if t := space(k-w.Count, w.Length); t.After(g) {
+					t, o := space(k-w.Count, w.Count, w.Length)
+					if t.After(g) {
 						g = t
+					}
+					if o.After(early) {
+						early = o
 					}
 				}
 				// Backing off, calls leave evenly spaced instead of in a
@@ -592,9 +631,29 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 		ans.Grants = append(ans.Grants, gr)
 		if chain != 0 {
 			ans.Links = append(ans.Links, links)
+			if rules.Ahead {
+				var ahead time.Duration
+				// Backing off, every grant is spaced from the one before,
+				// whoever it went to: none leaves early.
+				if f >= 1 {
+					if day != "" {
+						y, m, d := g.In(loc).Date()
+						early = maxTime(early, time.Date(y, m, d, 0, 0, 0, 0, loc))
+					}
+					ahead = min(max(g.Sub(early), 0), max(g.Sub(now), 0))
+				}
+				ans.Ahead = append(ans.Ahead, ahead)
+			}
 		}
 	}
 	return ans
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // until is the latest moment grant g itself may be sent.
@@ -646,6 +705,33 @@ func (l *Ledger) chainFrom(i int, me uint32, cost time.Duration, lim Limits) (ot
 		}
 	}
 	return other, ownID, ownAt
+}
+
+// othersFrom is what a chaining caller's grant sent before its time
+// (RulesAhead) must keep its distance from, besides its own links: the
+// latest send moment of the other callers' grants from i back (an own
+// grant of a tolerance no wider than cost counts as another's, as in
+// chainFrom), and of every grant n or more before i, whoever it went to:
+// the running maximum of the grant there stands for all of them, so the
+// look back is at most n grants. The caller's own grants among the n
+// are kept apart by its links.
+func (l *Ledger) othersFrom(i, n int, me uint32, cost time.Duration, lim Limits) time.Time {
+	var t time.Time
+	for m := i; m >= 0; m-- {
+		g := l.Grants[m]
+		if lt := late(g, lim); m <= i-n || !lt.After(t) {
+			// No grant from here back is sent after lt.
+			return maxTime(t, lt)
+		}
+		if g.Chain == me && until(g, lim).Sub(g.At) > cost {
+			continue
+		}
+		t = maxTime(t, until(g, lim))
+	}
+	if l.Trimmed && len(l.Grants) > 0 {
+		t = maxTime(t, late(l.Grants[0], lim))
+	}
+	return t
 }
 
 // chainOf returns the Grant.Chain of a chaining caller, adding it to
