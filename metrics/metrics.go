@@ -60,7 +60,7 @@ func New() *Metrics {
 		}, []string{"scope"}),
 		SendDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    SendDelayMetric,
-			Help:    "Time from a permit's send time to its request's write, by scope instance: the waits for the process's own earlier answers (chained grants), the caller's wake-up and the connection.",
+			Help:    "Time from a permit's send time to its request's write, by scope instance: the waits for the process's own earlier answers (chained grants), the caller's wake-up and the connection; 0 for a chained call written before its send time.",
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2},
 		}, []string{"scope"}),
 		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
