@@ -360,8 +360,8 @@ type Answer struct {
 	// Ahead (RulesAhead, a chaining caller) is, per grant, how long before
 	// its time the call may be sent once its links allow it: every
 	// constraint but the caller's own earlier grants — the other callers'
-	// latest sends (and any grant's a window further back), a pause, the
-	// day's start — is kept from that earlier moment; under a backoff, 0.
+	// latest sends, a pause, the day's start — is kept from that earlier
+	// moment; under a backoff, 0.
 	// It is never more than the grant's time less now.
 	Ahead []time.Duration
 }
@@ -512,9 +512,9 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			// (the caller keeps the link) and the others' latest sends.
 			//
 			// It also returns what of that is not the caller's own links
-			// (others: RulesAhead): the latest send of the other callers'
-			// grants up to i, and of every grant n or more before i.
-			space := func(i, n int, length time.Duration) (t, others time.Time) {
+			// (others: RulesAhead): after the latest send of the other
+			// callers' grants up to i.
+			space := func(i int, length time.Duration) (t, others time.Time) {
 				gap := stretch(length) + slack
 				if chain == 0 || length > ChainMaxWindow {
 					t = lateOf(i).Add(gap)
@@ -529,12 +529,12 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 					}
 				}
 				if rules.Ahead {
-					others = l.othersFrom(i, n, chain, margin+lead, lim).Add(gap)
+					others = l.othersFrom(i, now.Add(-gap), chain, margin+lead, lim).Add(gap)
 				}
 				return t, others
 			}
 			if lim.MinInterval > 0 {
-				t, o := space(k-1, 1, lim.MinInterval)
+				t, o := space(k-1, lim.MinInterval)
 				if t.After(g) {
 					g = t
 				}
@@ -544,7 +544,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			}
 			for _, w := range lim.Windows {
 				if k >= w.Count {
-					t, o := space(k-w.Count, w.Count, w.Length)
+					t, o := space(k-w.Count, w.Length)
 					if t.After(g) {
 						g = t
 					}
@@ -711,16 +711,17 @@ func (l *Ledger) chainFrom(i int, me uint32, cost time.Duration, lim Limits) (ot
 // (RulesAhead) must keep its distance from, besides its own links: the
 // latest send moment of the other callers' grants from i back (an own
 // grant of a tolerance no wider than cost counts as another's, as in
-// chainFrom), and of every grant n or more before i, whoever it went to:
-// the running maximum of the grant there stands for all of them, so the
-// look back is at most n grants. The caller's own grants among the n
-// are kept apart by its links.
-func (l *Ledger) othersFrom(i, n int, me uint32, cost time.Duration, lim Limits) time.Time {
+// chainFrom). The caller's own grants up to i are kept apart by its
+// links (the latest of them is chainFrom's ownID). It stops at the first
+// grant whose latest send moment — a running maximum — is no later than
+// what it found, or than horizon: no grant before is sent after it, and
+// one sent by horizon is a window before any call the answer lets leave
+// (horizon is now less the window; a call leaves after now).
+func (l *Ledger) othersFrom(i int, horizon time.Time, me uint32, cost time.Duration, lim Limits) time.Time {
 	var t time.Time
 	for m := i; m >= 0; m-- {
 		g := l.Grants[m]
-		if lt := late(g, lim); m <= i-n || !lt.After(t) {
-			// No grant from here back is sent after lt.
+		if lt := late(g, lim); !lt.After(t) || !lt.After(horizon) {
 			return maxTime(t, lt)
 		}
 		if g.Chain == me && until(g, lim).Sub(g.At) > cost {
