@@ -538,9 +538,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 				if t.After(g) {
 					g = t
 				}
-				if o.After(early) {
-					early = o
-				}
+				early = maxTime(early, o)
 			}
 			for _, w := range lim.Windows {
 				if k >= w.Count {
@@ -548,9 +546,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 					if t.After(g) {
 						g = t
 					}
-					if o.After(early) {
-						early = o
-					}
+					early = maxTime(early, o)
 				}
 				// Backing off, calls leave evenly spaced instead of in a
 				// window's burst: a provider whose real limit is below the
@@ -649,6 +645,7 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	return ans
 }
 
+// maxTime returns the later of a and b.
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
