@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,12 +45,19 @@ const (
 type stack struct {
 	tc      client.Client
 	sim     *simulator.Simulator
-	simURL  string
+	simURLs []string // one a worker: the simulator tells them apart
 	reg     *registry.Registry
 	workers []*worker.Worker
 
 	mu  sync.Mutex
-	kis []time.Time // when the simulator received each KIS data call
+	kis []arrival // each KIS data call, as the simulator received it
+}
+
+// arrival is a KIS data call as the simulator received it: when, and from
+// which worker.
+type arrival struct {
+	at     time.Time
+	worker int
 }
 
 // kisDataCall reports whether a request to the simulator is a KIS data
@@ -56,6 +65,26 @@ type stack struct {
 // are under /oauth2/.
 func kisDataCall(r *http.Request) bool {
 	return r.Header.Get("appkey") != "" && !strings.HasPrefix(r.URL.Path, "/oauth2/")
+}
+
+// oneToken is a token store that keeps every token under one key: the
+// bench's workers reach the simulator at addresses of their own (so that
+// an arrival names its worker) and would otherwise each be issued a KIS
+// token, which the simulator refuses more than once a minute.
+type oneToken struct{ connector.TokenStore }
+
+const oneTokenKey = "bench"
+
+func (o oneToken) Load(ctx context.Context, _ string) (connector.Token, bool, error) {
+	return o.TokenStore.Load(ctx, oneTokenKey)
+}
+
+func (o oneToken) Save(ctx context.Context, _ string, t connector.Token) error {
+	return o.TokenStore.Save(ctx, oneTokenKey, t)
+}
+
+func (o oneToken) WithLock(ctx context.Context, _ string, fn func(ctx context.Context) error) error {
+	return o.TokenStore.WithLock(ctx, oneTokenKey, fn)
 }
 
 // tokens says where a stack's workers keep KIS tokens.
@@ -88,25 +117,34 @@ func newStack(b *testing.B, scale float64, n int, tk tokens, faults ...simulator
 	if s.sim, err = simulator.New(simulator.Options{Registry: reg, RateScale: scale, Faults: faults}); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
 	// The KIS data calls' arrivals tell the batch's makespan apart into
 	// the wait for the first KIS call, the KIS calls' own span (the bound
-	// is 19.8 s) and the tail after the last.
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if kisDataCall(r) {
-			s.mu.Lock()
-			s.kis = append(s.kis, time.Now())
-			s.mu.Unlock()
+	// is 19.8 s) and the tail after the last; each worker has a listener
+	// of its own, so that an arrival names the worker that sent it.
+	listeners := 1
+	if tk == sharedFile {
+		// One KIS token for all: the file store keys tokens by base URL
+		// (oneToken).
+		listeners = n
+	}
+	for i := range listeners {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
 		}
-		s.sim.Handler().ServeHTTP(w, r)
-	})
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	b.Cleanup(func() { _ = hs.Close() })
-	s.simURL = "http://" + ln.Addr().String()
+		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if kisDataCall(r) {
+				s.mu.Lock()
+				s.kis = append(s.kis, arrival{at: time.Now(), worker: i})
+				s.mu.Unlock()
+			}
+			s.sim.Handler().ServeHTTP(w, r)
+		})
+		hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		b.Cleanup(func() { _ = hs.Close() })
+		s.simURLs = append(s.simURLs, "http://"+ln.Addr().String())
+	}
 	lake, err := sink.NewLocal(filepath.Join(b.TempDir(), "lake"))
 	if err != nil {
 		b.Fatal(err)
@@ -131,15 +169,15 @@ func newStack(b *testing.B, scale float64, n int, tk tokens, faults ...simulator
 		b.Fatal(err)
 	}
 	cd, _ := codec.New(ring)
-	for range n {
+	for i := range n {
 		opts := worker.Options{
-			Client: dial(), Config: activities.Config{Registry: reg, Sink: lake, Logger: quiet, RateScale: scale,
-				BaseURLs:    map[string]string{"*": s.simURL},
+			Client: dial(), Config: activities.Config{Registry: reg, Sink: lake, Logger: workerLog(b, quiet, i), RateScale: scale,
+				BaseURLs:    map[string]string{"*": s.simURLs[i%len(s.simURLs)]},
 				Credentials: connector.MapCredentials(simulator.TestCredentials(reg))},
 		}
 		switch tk {
 		case sharedFile:
-			opts.TokenStore = file
+			opts.TokenStore = oneToken{file}
 		case keepers:
 			kc, err := tokenkeeper.SealingClient(context.Background(), opts.Client, copts, cd)
 			if err != nil {
@@ -207,6 +245,7 @@ func benchmarkMakespan(b *testing.B, workers int, tk tokens) {
 	const scale = 1
 	s := newStack(b, scale, workers, tk)
 	var total, first, span, tail time.Duration
+	var windows kisWindows
 	retried := 0
 	b.ResetTimer()
 	for i := range b.N {
@@ -218,9 +257,11 @@ func benchmarkMakespan(b *testing.B, workers int, tk tokens) {
 		total += elapsed
 		s.mu.Lock()
 		if n := len(s.kis); n > 0 {
-			first += s.kis[0].Sub(began)
-			span += s.kis[n-1].Sub(s.kis[0])
-			tail += began.Add(elapsed).Sub(s.kis[n-1])
+			first += s.kis[0].at.Sub(began)
+			span += s.kis[n-1].at.Sub(s.kis[0].at)
+			tail += began.Add(elapsed).Sub(s.kis[n-1].at)
+			windows.add(s.kis)
+			traceKIS(b, s.kis)
 		}
 		s.mu.Unlock()
 		for _, r := range res.Results {
@@ -241,6 +282,7 @@ func benchmarkMakespan(b *testing.B, workers int, tk tokens) {
 	b.ReportMetric(first.Seconds()/float64(b.N), "kis-first-s")
 	b.ReportMetric(span.Seconds()/float64(b.N), "kis-span-s")
 	b.ReportMetric(tail.Seconds()/float64(b.N), "kis-tail-s")
+	windows.report(b)
 	b.ReportMetric(float64(s.violations()), "violations")
 	requests, refused := s.tokenRequests()
 	b.ReportMetric(float64(requests), "token-requests")
@@ -268,6 +310,69 @@ func benchmarkMakespan(b *testing.B, workers int, tk tokens) {
 	if requests != 1 || refused != 0 {
 		b.Errorf("the KIS token endpoint was asked %d times and refused %d; want once, never refused", requests, refused)
 	}
+}
+
+// kisWindows tells where the KIS calls' span goes beyond their windows:
+// for each call, how much more than KIS's window (1 s) after the call
+// five before it it arrived, apart for the calls whose call five before
+// came from the same worker (a process's own chain) and from another.
+type kisWindows struct {
+	same, other     int
+	sameEx, otherEx time.Duration
+}
+
+func (k *kisWindows) add(calls []arrival) {
+	const count, length = 5, time.Second
+	calls = slices.Clone(calls)
+	slices.SortFunc(calls, func(a, b arrival) int { return a.at.Compare(b.at) })
+	for i := count; i < len(calls); i++ {
+		ex := max(calls[i].at.Sub(calls[i-count].at)-length, 0)
+		if calls[i].worker == calls[i-count].worker {
+			k.same++
+			k.sameEx += ex
+		} else {
+			k.other++
+			k.otherEx += ex
+		}
+	}
+}
+
+// workerLog is worker i's logger: at debug level into the file
+// SLUICE_BENCH_LOG names (with the worker's index), if any; otherwise
+// quiet.
+func workerLog(b *testing.B, quiet *slog.Logger, i int) *slog.Logger {
+	path := os.Getenv("SLUICE_BENCH_LOG")
+	if path == "" {
+		return quiet
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, i))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// traceKIS writes the KIS arrivals, one line a call (milliseconds since
+// the first, worker), to the file SLUICE_BENCH_KIS_TRACE names, if any.
+func traceKIS(b *testing.B, calls []arrival) {
+	path := os.Getenv("SLUICE_BENCH_KIS_TRACE")
+	if path == "" {
+		return
+	}
+	var buf strings.Builder
+	for _, c := range calls {
+		fmt.Fprintf(&buf, "%.1f %d\n", float64(c.at.Sub(calls[0].at).Microseconds())/1000, c.worker)
+	}
+	if err := os.WriteFile(path, []byte(buf.String()), 0o644); err != nil {
+		b.Error(err)
+	}
+}
+
+func (k *kisWindows) report(b *testing.B) {
+	b.ReportMetric(float64(k.other)/float64(max(k.same+k.other, 1)), "kis-windows-from-other")
+	b.ReportMetric(float64(k.sameEx.Milliseconds())/float64(max(k.same, 1)), "kis-window-excess-own-ms")
+	b.ReportMetric(float64(k.otherEx.Milliseconds())/float64(max(k.other, 1)), "kis-window-excess-other-ms")
 }
 
 func BenchmarkDailyBatchMakespan(b *testing.B)         { benchmarkMakespan(b, 1, sharedFile) }
