@@ -118,7 +118,7 @@ func (b *batcher) send(id uint64) *sendRecord {
 
 // recordSends remembers the permits of an answer as handed out, and
 // forgets records too old for any link.
-func (c *Client) recordSends(b *batcher, permits []Permit, chained bool, now time.Time) {
+func (c *Client) recordSends(b *batcher, permits []Permit, chained []bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := 0
@@ -130,14 +130,14 @@ func (c *Client) recordSends(b *batcher, permits []Permit, chained bool, now tim
 		old++
 	}
 	b.sends = b.sends[old:]
-	for _, p := range permits {
+	for i, p := range permits {
 		if k := len(b.sends); k > 0 && b.sends[k-1].id >= p.GrantID {
 			// Ids only grow within a ledger; a smaller one comes from a
 			// ledger started afresh, whose links name none of the old
 			// grants.
 			b.sends = b.sends[:0]
 		}
-		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline, chained: chained})
+		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline, chained: chained[i]})
 	}
 }
 

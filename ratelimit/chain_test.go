@@ -29,7 +29,7 @@ func TestReadyFollowsOwnSends(t *testing.T) {
 	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: short},
 		{Scope: "s", GrantID: 2, SendAt: now, Deadline: short},
 		{Scope: "s", GrantID: 3, SendAt: now, Deadline: long},
-		{Scope: "s", GrantID: 4, SendAt: now, Deadline: short}}, true, now)
+		{Scope: "s", GrantID: 4, SendAt: now, Deadline: short}}, chainedAll(4), now)
 	gap := 40 * time.Millisecond
 	ready := func(link uint64) error {
 		return c.Ready(context.Background(), []Permit{{Scope: "s", GrantID: 9, SendAt: now, Deadline: long, Links: []ledger.Link{{ID: link, Gap: gap}}, client: c}})
@@ -106,7 +106,7 @@ func TestReadyLeavesEarlyWhenLinksAllow(t *testing.T) {
 	c := NewClient(nil, ClientOptions{})
 	b := c.batcher("s")
 	now := time.Now()
-	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: now.Add(time.Minute)}}, true, now)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: now.Add(time.Minute)}}, chainedAll(1), now)
 	tr := c.Track([]Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: now.Add(time.Minute)}})
 	if !tr.Leave(now) {
 		t.Fatal("grant 1 could not leave")
@@ -156,8 +156,8 @@ func TestRecordSendsStartsOverWithAFreshLedger(t *testing.T) {
 	c := NewClient(nil, ClientOptions{})
 	b := c.batcher("s")
 	now := time.Now()
-	c.recordSends(b, []Permit{{Scope: "s", GrantID: 7, Deadline: now}, {Scope: "s", GrantID: 8, Deadline: now}}, true, now)
-	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, Deadline: now}}, true, now)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 7, Deadline: now}, {Scope: "s", GrantID: 8, Deadline: now}}, chainedAll(2), now)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, Deadline: now}}, chainedAll(1), now)
 	if len(b.sends) != 1 || b.sends[0].id != 1 {
 		t.Fatalf("records %+v, want grant 1's alone", b.sends)
 	}
@@ -203,7 +203,7 @@ func TestAnsweredCallsAreMeasured(t *testing.T) {
 	now := time.Now()
 	long := now.Add(time.Minute)
 	c.recordSends(b, []Permit{{Scope: "kis/key", GrantID: 1, SendAt: now, Deadline: long},
-		{Scope: "kis/key", GrantID: 2, SendAt: now, Deadline: long}}, true, now)
+		{Scope: "kis/key", GrantID: 2, SendAt: now, Deadline: long}}, chainedAll(2), now)
 	tr := c.Track([]Permit{{Scope: "kis/key", GrantID: 1, SendAt: now.Add(-4 * time.Millisecond), Deadline: long}})
 	if !tr.Leave(now) {
 		t.Fatal("grant 1 could not leave")
@@ -230,5 +230,43 @@ func TestAnsweredCallsAreMeasured(t *testing.T) {
 	}
 	if n, sum := out.GetHistogram().GetSampleCount(), out.GetHistogram().GetSampleSum(); n != 1 || sum < 0.0039 || sum > 0.0041 {
 		t.Errorf("send delay of kis/key: %d samples summing to %.4f s, want 1 of 0.004 s", n, sum)
+	}
+}
+
+// chainedAll says n grants were all chained by the ledger.
+func chainedAll(n int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = true
+	}
+	return out
+}
+
+// TestReadyIgnoresGrantsTheLedgerDidNotChain: a grant of a chained answer
+// that the ledger did not chain (one that took over a given-back slot,
+// RulesRefill: Grant.Chain 0) is counted by the limiter at its latest
+// send, so no link waits for it: a linked permit leaves once the chained
+// grant before it was answered, though the unchained one, handed out
+// earlier, is not sent yet. (Waiting for it, as for a chained one, made
+// the linked permit late.)
+func TestReadyIgnoresGrantsTheLedgerDidNotChain(t *testing.T) {
+	c := NewClient(nil, ClientOptions{})
+	b := c.batcher("s")
+	now := time.Now()
+	long := now.Add(time.Minute)
+	c.recordSends(b, []Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: long},
+		{Scope: "s", GrantID: 2, SendAt: now, Deadline: long}}, []bool{true, false}, now)
+	tr := c.Track([]Permit{{Scope: "s", GrantID: 1, SendAt: now, Deadline: long}})
+	if !tr.Leave(now) {
+		t.Fatal("grant 1 could not leave")
+	}
+	tr.Wrote(now)
+	tr.Done(now.Add(time.Millisecond))
+	p := Permit{Scope: "s", GrantID: 3, SendAt: now, Deadline: now.Add(5 * time.Second),
+		Links: []ledger.Link{{ID: 2, Gap: 20 * time.Millisecond}}, client: c}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx, []Permit{p}); err != nil {
+		t.Fatalf("a permit linked past an unchained grant not sent yet: %v", err)
 	}
 }

@@ -698,7 +698,15 @@ func (c *Client) deliver(b *batcher, batch []*waiter, req AcquireRequest, resp A
 		}
 	}
 	if tracked && ledger.Rules(resp.Rules).Chain {
-		c.recordSends(b, permits, req.Chain, received)
+		// A grant of a chained answer is named by links only if the
+		// ledger chained it: one that took over a given-back slot
+		// (RulesRefill) is counted at its latest send, like another
+		// caller's.
+		chained := make([]bool, n)
+		for i := range chained {
+			chained[i] = req.Chain && resp.Grants[i].Chain != 0
+		}
+		c.recordSends(b, permits, chained, received)
 	}
 	var again []*waiter
 	for i, w := range batch {

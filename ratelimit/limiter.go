@@ -85,7 +85,7 @@ func ScopeLimiter(ctx workflow.Context, in LimiterInput) error {
 				return AcquireResponse{Recover: true, RunID: runID, Factor: 1}, nil
 			}
 			lim := s.effective
-			s.ledger.Release(req.Release, lim)
+			s.ledger.ReleaseRules(req.Release, lim, rules)
 			ans := s.ledger.Reserve(now, lim, ledger.Ask{N: req.N, MaxWait: req.MaxWait, Horizon: req.Horizon, Delay: req.Delay,
 				Rules: rules, Priority: req.Priority, Caller: caller(req.Caller), Tolerance: s.tolerance(req.Limits),
 				Chain: req.Chain && req.Caller != "", Lead: req.Lead, NotBefore: req.NotBefore, NotAfter: req.NotAfter})

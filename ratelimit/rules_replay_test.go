@@ -40,8 +40,10 @@ func TestLimiterAnswersReplay(t *testing.T) {
 		name   string
 		mutate func(*ledger.RuleSet)
 	}{
-		{"scope-limiter-window.json", ledger.RulesAhead, "no early sends", func(r *ledger.RuleSet) { r.Ahead = false }},
-		{"scope-limiter-window.json", ledger.RulesAhead, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-refill.json", ledger.RulesRefill, "given-back slots dropped", func(r *ledger.RuleSet) { r.Refill = false }},
+		{"scope-limiter-window.json", ledger.RulesRefill, "no early sends", func(r *ledger.RuleSet) { r.Ahead = false }},
+		{"scope-limiter-window.json", ledger.RulesRefill, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
+		{"scope-limiter-window-v2.json", ledger.RulesAhead, "no early sends", func(r *ledger.RuleSet) { r.Ahead = false }},
 		{"scope-limiter-window-v1.json", ledger.RulesWindow, "ChainMargin 2 ms → 3 ms", func(r *ledger.RuleSet) { r.ChainMargin += time.Millisecond }},
 		{"scope-limiter-window-v1.json", ledger.RulesWindow, "windows ignored", func(r *ledger.RuleSet) { r.Window = false }},
 		{"scope-limiter-v6.json", ledger.RulesWindow, "Until only where Late hides it", func(r *ledger.RuleSet) { r.KeepUntil = false }},

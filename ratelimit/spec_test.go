@@ -88,7 +88,7 @@ func TestScopesSpec(t *testing.T) {
 						ans := ask(s, 1, notBefore, na)
 						if len(ans.Grants) == 0 {
 							for gs, g := range c.grants {
-								ledgers[gs].Release([]uint64{g.ID}, scopes[gs])
+								ledgers[gs].ReleaseRules([]uint64{g.ID}, scopes[gs], ledger.RulesLatest)
 							}
 							if ans.Earliest.IsZero() {
 								break hold // no slot within ledger.MaxAhead, or the quota: asked again later
@@ -115,7 +115,7 @@ func TestScopesSpec(t *testing.T) {
 				if len(calls) > 0 {
 					i := rng.IntN(len(calls))
 					for s, g := range calls[i].grants {
-						ledgers[s].Release([]uint64{g.ID}, scopes[s])
+						ledgers[s].ReleaseRules([]uint64{g.ID}, scopes[s], ledger.RulesLatest)
 					}
 					calls = slices.Delete(calls, i, i+1)
 				}
@@ -154,7 +154,9 @@ func TestScopesSpec(t *testing.T) {
 				}
 			}
 		}
-		if multi < 30 || misses == 0 {
+		// Seeds hold 27 to 54 calls of several scopes (30 to 51 under
+		// RulesAhead, before slots given back were taken over again).
+		if multi < 25 || misses == 0 {
 			t.Errorf("seed %d: %d calls of several scopes, %d misses: the test exercised little", seed, multi, misses)
 		}
 	}

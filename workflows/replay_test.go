@@ -61,13 +61,19 @@ func TestReplay(t *testing.T) {
 		// A limiter recorded before chained grants could leave before
 		// their time ("limiter-rules" 2, RulesWindow).
 		ratelimit.WorkflowName + "6": "scope-limiter-v6.json",
+		// A limiter recorded before given-back slots were taken over
+		// ("limiter-rules" 4, RulesAhead).
+		ratelimit.WorkflowName + "7": "scope-limiter-v7.json",
 		// A limiter driven to give chained grants and answer windowed
-		// asks, whatever the batch's timing: under RulesAhead, and as
-		// recorded under RulesWindow.
+		// asks, whatever the batch's timing: under RulesRefill, and as
+		// recorded under RulesAhead and RulesWindow.
 		ratelimit.WorkflowName + "/window":  "scope-limiter-window.json",
+		ratelimit.WorkflowName + "/window2": "scope-limiter-window-v2.json",
 		ratelimit.WorkflowName + "/window1": "scope-limiter-window-v1.json",
-		events.WorkflowName + "1":           "ops-events-v1.json",
-		workflows.RefetchName:               "refetch.json",
+		// A limiter driven to take a given-back slot over (RulesRefill).
+		ratelimit.WorkflowName + "/refill": "scope-limiter-refill.json",
+		events.WorkflowName + "1":          "ops-events-v1.json",
+		workflows.RefetchName:              "refetch.json",
 		// A daily run that compared revisions (the histories above were
 		// recorded before it did, and replay without them:
 		// workflow.GetVersion "revisions"), and a watch.

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -81,111 +82,157 @@ func TestReserveChainsOwnWindows(t *testing.T) {
 // (Answer.Ahead) to the grant's latest send. Every window and the minimum
 // interval hold over all sends.
 func TestChainProperty(t *testing.T) {
+	refills := 0
 	for seed := uint64(1); seed <= 60; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 11))
-		lim := Limits{
-			Windows:     []Window{{Length: time.Duration(100+rng.IntN(400)) * time.Millisecond, Count: 1 + rng.IntN(5)}},
-			MinInterval: time.Duration(rng.IntN(2)) * 15 * time.Millisecond,
-			Tolerance:   time.Duration(5+rng.IntN(50)) * time.Millisecond,
+		refills += chainProperty(t, seed, false)
+	}
+	t.Logf("%d grants took over a free entry", refills)
+}
+
+// TestRefillProperty is TestChainProperty where given-back slots are
+// taken over (RulesRefill): no minimum interval, and a caller gives back
+// mostly one of the latest grants, as a late answer or a late permit
+// does, so that grants already follow it. Every window holds over all
+// sends, and free entries are taken over.
+func TestRefillProperty(t *testing.T) {
+	refills := 0
+	for seed := uint64(1); seed <= 60; seed++ {
+		refills += chainProperty(t, seed, true)
+	}
+	t.Logf("%d grants took over a free entry", refills)
+	if refills < 200 {
+		t.Errorf("only %d grants took over a free entry: the test does not exercise RulesRefill", refills)
+	}
+}
+
+// chainProperty runs one seed of the chained-grant property test and
+// returns how many grants took over a free entry; refill makes given-back
+// slots likely to be taken over.
+func chainProperty(t *testing.T, seed uint64, refill bool) int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 11))
+	lim := Limits{
+		Windows:     []Window{{Length: time.Duration(100+rng.IntN(400)) * time.Millisecond, Count: 1 + rng.IntN(5)}},
+		MinInterval: time.Duration(rng.IntN(2)) * 15 * time.Millisecond,
+		Tolerance:   time.Duration(5+rng.IntN(50)) * time.Millisecond,
+	}
+	if refill {
+		lim.MinInterval = 0
+		lim.Windows[0].Count = 2 + rng.IntN(8)
+	}
+	if rng.IntN(2) == 0 {
+		lim.Windows = append(lim.Windows, Window{Length: 2 * time.Second, Count: 4 + rng.IntN(8)})
+	}
+	start := t0
+	if seed%3 == 0 {
+		// A daily quota the run fills, from shortly before a Seoul
+		// midnight: no call sent before its time may count against
+		// the day before its grant's.
+		lim.DailyQuota, lim.Timezone = 20+rng.IntN(40), "Asia/Seoul"
+		start = time.Date(2026, 11, 30, 23, 59, 50, 0, lim.Location())
+	}
+	callers := []string{"a", "b", "u"}
+	type sent struct {
+		caller string
+		at     time.Time // when written
+		anchor time.Time // what the caller measures its links from
+	}
+	sends := map[uint64]sent{}
+	dropped, early := 0, 0
+	refills := 0
+	var unsent []uint64 // grants to give back, not sent
+	now := start
+	var l Ledger
+	for step := 0; step < 1500; step++ {
+		now = now.Add(time.Duration(rng.IntN(80)) * time.Millisecond)
+		c := callers[rng.IntN(len(callers))]
+		if len(unsent) > 0 && rng.IntN(2) == 0 {
+			// Give back a grant the caller will not send (a late
+			// answer, a late permit), while later grants may have
+			// followed it.
+			l.ReleaseRules(unsent[:1], lim, RulesLatest)
+			unsent = unsent[1:]
+			continue
 		}
-		if rng.IntN(2) == 0 {
-			lim.Windows = append(lim.Windows, Window{Length: 2 * time.Second, Count: 4 + rng.IntN(8)})
+		if rng.IntN(8) == 0 && len(l.Grants) > 0 {
+			// Release a grant not sent (the caller gave it back).
+			g := l.Grants[rng.IntN(len(l.Grants))]
+			if _, ok := sends[g.ID]; !ok && !g.Free && l.ReleaseRules([]uint64{g.ID}, lim, RulesLatest) != 1 {
+				t.Fatalf("seed %d: could not release unsent grant %d", seed, g.ID)
+			}
+			continue
 		}
-		start := t0
-		if seed%3 == 0 {
-			// A daily quota the run fills, from shortly before a Seoul
-			// midnight: no call sent before its time may count against
-			// the day before its grant's.
-			lim.DailyQuota, lim.Timezone = 20+rng.IntN(40), "Asia/Seoul"
-			start = time.Date(2026, 11, 30, 23, 59, 50, 0, lim.Location())
-		}
-		callers := []string{"a", "b", "u"}
-		type sent struct {
-			caller string
-			at     time.Time // when written
-			anchor time.Time // what the caller measures its links from
-		}
-		sends := map[uint64]sent{}
-		dropped, early := 0, 0
-		now := start
-		var l Ledger
-		for step := 0; step < 1500; step++ {
-			now = now.Add(time.Duration(rng.IntN(80)) * time.Millisecond)
-			c := callers[rng.IntN(len(callers))]
-			if rng.IntN(8) == 0 && len(l.Grants) > 0 {
-				// Release a grant not sent (the caller gave it back).
-				g := l.Grants[rng.IntN(len(l.Grants))]
-				if _, ok := sends[g.ID]; !ok && l.Release([]uint64{g.ID}, lim) != 1 {
-					t.Fatalf("seed %d: could not release unsent grant %d", seed, g.ID)
-				}
+		tol := time.Duration(1+rng.IntN(int(lim.Tolerance/time.Millisecond))) * time.Millisecond
+		ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesLatest, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol, MaxWait: MaxAhead})
+		refills += tookOver(&l, ans.Grants)
+		for i, g := range ans.Grants {
+			if refill && rng.IntN(4) == 0 {
+				unsent = append(unsent, g.ID)
 				continue
 			}
-			tol := time.Duration(1+rng.IntN(int(lim.Tolerance/time.Millisecond))) * time.Millisecond
-			ans := l.Reserve(now, lim, Ask{N: 1 + rng.IntN(4), Rules: RulesLatest, Caller: c, Chain: c != "u", Tolerance: tol, Horizon: tol, MaxWait: MaxAhead})
-			for i, g := range ans.Grants {
-				// The client's clock maps the grant up to a round trip late.
-				send := g.At.Add(time.Duration(rng.Int64N(int64(tol)/2 + 1)))
-				if c == "u" {
-					send = g.At.Add(time.Duration(rng.Int64N(int64(tol) + 1)))
-					sends[g.ID] = sent{caller: c, at: send, anchor: send}
-					continue
-				}
-				if ans.Ahead[i] > 0 && rng.IntN(2) == 0 {
-					// As early as the grant allows (RulesAhead), up to
-					// the grant's own latest send.
-					from := g.At.Add(-ans.Ahead[i])
-					send = from.Add(time.Duration(rng.Int64N(int64(until(g, lim).Sub(from)) + 1)))
-					early++
-				}
-				for _, ln := range ans.Links[i] {
-					for id, s := range sends {
-						if s.caller == c && id <= ln.ID && s.anchor.Add(ln.Gap).After(send) {
-							send = s.anchor.Add(ln.Gap)
-						}
+			// The client's clock maps the grant up to a round trip late.
+			send := g.At.Add(time.Duration(rng.Int64N(int64(tol)/2 + 1)))
+			if c == "u" {
+				send = g.At.Add(time.Duration(rng.Int64N(int64(tol) + 1)))
+				sends[g.ID] = sent{caller: c, at: send, anchor: send}
+				continue
+			}
+			if ans.Ahead[i] > 0 && rng.IntN(2) == 0 {
+				// As early as the grant allows (RulesAhead), up to
+				// the grant's own latest send.
+				from := g.At.Add(-ans.Ahead[i])
+				send = from.Add(time.Duration(rng.Int64N(int64(until(g, lim).Sub(from)) + 1)))
+				early++
+			}
+			for _, ln := range ans.Links[i] {
+				for id, s := range sends {
+					if s.caller == c && id <= ln.ID && s.anchor.Add(ln.Gap).After(send) {
+						send = s.anchor.Add(ln.Gap)
 					}
 				}
-				if send.After(until(g, lim)) {
-					dropped++ // late: never sent, the caller asks again
-					continue
-				}
-				anchor := send
-				if rng.IntN(10) == 0 {
-					anchor = until(g, lim) // a send it could not report: counted at its deadline
-				}
-				sends[g.ID] = sent{caller: c, at: send, anchor: anchor}
 			}
-		}
-		var all []time.Time
-		for _, s := range sends {
-			all = append(all, s.at)
-		}
-		sort.Slice(all, func(i, j int) bool { return all[i].Before(all[j]) })
-		checkWindows(t, all, lim)
-		if lim.DailyQuota > 0 {
-			perDay := map[string]int{}
-			for _, at := range all {
-				perDay[at.In(lim.Location()).Format(time.DateOnly)]++
+			if send.After(until(g, lim)) {
+				dropped++ // late: never sent, the caller asks again
+				continue
 			}
-			for day, n := range perDay {
-				if n > lim.DailyQuota {
-					t.Errorf("seed %d: %d calls sent on %s, quota %d", seed, n, day, lim.DailyQuota)
-				}
+			anchor := send
+			if rng.IntN(10) == 0 {
+				anchor = until(g, lim) // a send it could not report: counted at its deadline
 			}
-			if len(perDay) < 2 {
-				t.Errorf("seed %d: the run did not cross midnight", seed)
-			}
-		}
-		if early == 0 {
-			t.Errorf("seed %d: no chained grant could be sent before its time", seed)
-		}
-		want := 100
-		if lim.DailyQuota > 0 {
-			want = lim.DailyQuota + 10 // a day filled, and the next begun
-		}
-		if len(all) < want || dropped > len(all)/4 {
-			t.Errorf("seed %d: %d sends, %d dropped: the test exercised little, or chains push grants past their deadlines", seed, len(all), dropped)
+			sends[g.ID] = sent{caller: c, at: send, anchor: anchor}
 		}
 	}
+	var all []time.Time
+	for _, s := range sends {
+		all = append(all, s.at)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Before(all[j]) })
+	checkWindows(t, all, lim)
+	if lim.DailyQuota > 0 {
+		perDay := map[string]int{}
+		for _, at := range all {
+			perDay[at.In(lim.Location()).Format(time.DateOnly)]++
+		}
+		for day, n := range perDay {
+			if n > lim.DailyQuota {
+				t.Errorf("seed %d: %d calls sent on %s, quota %d", seed, n, day, lim.DailyQuota)
+			}
+		}
+		if len(perDay) < 2 {
+			t.Errorf("seed %d: the run did not cross midnight", seed)
+		}
+	}
+	if early == 0 && !refill {
+		t.Errorf("seed %d: no chained grant could be sent before its time", seed)
+	}
+	want := 100
+	if lim.DailyQuota > 0 {
+		want = lim.DailyQuota + 10 // a day filled, and the next begun
+	}
+	if len(all) < want || dropped > len(all)/4 {
+		t.Errorf("seed %d: %d sends, %d dropped: the test exercised little, or chains push grants past their deadlines", seed, len(all), dropped)
+	}
+	return refills
 }
 
 // TestReserveAhead (RulesAhead): a lone chaining caller's chained grant
@@ -262,5 +309,164 @@ func TestReserveAhead(t *testing.T) {
 	p.Reserve(t0, lim, Ask{N: 5, Rules: RulesProbe, Caller: "a", Chain: true})
 	if ans := p.Reserve(t0.Add(900*time.Millisecond), lim, Ask{N: 5, Rules: RulesProbe, Caller: "a", Chain: true}); ans.Ahead != nil {
 		t.Errorf("RulesProbe answered ahead %v", ans.Ahead)
+	}
+}
+
+// tookOver counts the grants of an answer that took over a free entry of
+// the log (RulesRefill): a grant the log holds before one of a smaller id.
+func tookOver(l *Ledger, grants []Grant) int {
+	n := 0
+	for _, g := range grants {
+		i := slices.IndexFunc(l.Grants, func(x Grant) bool { return x.ID == g.ID })
+		if i >= 0 && slices.ContainsFunc(l.Grants[i+1:], func(x Grant) bool { return x.ID < g.ID }) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRefill (RulesRefill): a slot given back after a later grant was
+// given is taken over by the next ask, at its own time, instead of being
+// lost. The case of the daily batch with three workers: four of KIS's five
+// slots of a second go, the fifth goes to b, a gets a slot of the next
+// second, then b's answer comes back late and b gives its slot back with
+// its next ask. Under RulesAhead that ask got a slot of the next second
+// too, and the batch a second more at its end; now it gets the free slot.
+func TestRefill(t *testing.T) {
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 5}}, Tolerance: 50 * time.Millisecond, DailyQuota: 100, Timezone: "Asia/Seoul"}
+	next := time.Second + 50*time.Millisecond + slack // a window after c's grants' latest sends
+	for _, tc := range []struct {
+		rules int
+		want  time.Duration // b's grant after giving back its slot, from t0
+	}{
+		{RulesAhead, next},
+		{RulesRefill, 920 * time.Millisecond},
+	} {
+		var l Ledger
+		ask := func(at time.Duration, caller string, n int, tol time.Duration) Answer {
+			return l.Reserve(t0.Add(at), lim, Ask{N: n, Rules: tc.rules, Caller: caller, Tolerance: tol, MaxWait: MaxAhead})
+		}
+		ask(0, "c", 4, 0)
+		b := ask(10*time.Millisecond, "b", 1, 0)
+		a := ask(900*time.Millisecond, "a", 1, 0)
+		if len(a.Grants) != 1 || !a.Grants[0].At.Equal(t0.Add(next)) {
+			t.Fatalf("rules %d: a's grant %+v, want one at t0+%v", tc.rules, a, next)
+		}
+		if n := l.ReleaseRules([]uint64{b.Grants[0].ID}, lim, tc.rules); n != 1 {
+			t.Fatalf("rules %d: released %d of b's grant", tc.rules, n)
+		}
+		if n := l.ReleaseRules([]uint64{b.Grants[0].ID}, lim, tc.rules); n != 0 {
+			t.Errorf("rules %d: b's grant released again: %d", tc.rules, n)
+		}
+		if got := l.DayCount(t0, lim); got != 5 {
+			t.Errorf("rules %d: %d grants counted against the day, want 5 (b's given back)", tc.rules, got)
+		}
+		again := ask(920*time.Millisecond, "b", 1, 200*time.Millisecond)
+		if len(again.Grants) != 1 || !again.Grants[0].At.Equal(t0.Add(tc.want)) {
+			t.Fatalf("rules %d: b asked again and got %+v, want a grant at t0+%v", tc.rules, again, tc.want)
+		}
+		if got := l.DayCount(t0, lim); got != 6 {
+			t.Errorf("rules %d: %d grants counted against the day, want 6", tc.rules, got)
+		}
+		if tc.rules != RulesRefill {
+			continue
+		}
+		// b's new grant may be sent until 1.12 s, after a's own latest
+		// send (1.101 s): a's grant's running latest send is raised to it,
+		// and the next grant a window count after keeps a window from it.
+		if got := l.Grants[len(l.Grants)-1].Late; !got.Equal(t0.Add(1120 * time.Millisecond)) {
+			t.Errorf("a's grant's running latest send %v after t0, want 1.12s", got.Sub(t0))
+		}
+		c := ask(1900*time.Millisecond, "c", 5, 0)
+		for _, g := range c.Grants {
+			if g.At.Before(t0.Add(next)) {
+				t.Errorf("c's grant at %v after t0: within a window of c's grants at t0", g.At.Sub(t0))
+			}
+		}
+		if last := c.Grants[len(c.Grants)-1]; last.At.Before(t0.Add(2120*time.Millisecond + slack)) {
+			t.Errorf("c's fifth grant at %v after t0: within a window of b's latest send (1.12 s)", last.At.Sub(t0))
+		}
+	}
+}
+
+// TestRefillDropsWhatCannotBeTaken (RulesRefill): a given-back grant with
+// a window count of grants after it, or once that many follow it, is
+// dropped from the log as before; so is one under a minimum interval.
+func TestRefillDropsWhatCannotBeTaken(t *testing.T) {
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 2}}, Tolerance: 50 * time.Millisecond}
+	var l Ledger
+	ask := func(at time.Duration) Grant {
+		ans := l.Reserve(t0.Add(at), lim, Ask{N: 1, Rules: RulesRefill, Caller: "x", MaxWait: MaxAhead})
+		if len(ans.Grants) != 1 {
+			t.Fatalf("ask at %v: %+v", at, ans)
+		}
+		return ans.Grants[0]
+	}
+	g0 := ask(0)
+	g1 := ask(0)
+	ask(900 * time.Millisecond)
+	l.ReleaseRules([]uint64{g1.ID}, lim, RulesRefill)
+	if !l.Grants[1].Free {
+		t.Fatalf("grant 1 not kept as a free entry: %+v", l.Grants)
+	}
+	// Too late for the free entry (the grant after it is at 1.051 s): a
+	// new grant, and then two follow the entry.
+	ask(1900 * time.Millisecond)
+	l.ReleaseRules([]uint64{g0.ID}, lim, RulesRefill)
+	ask(1950 * time.Millisecond)
+	for _, g := range l.Grants {
+		if g.ID == g0.ID || g.Free {
+			t.Errorf("a given-back grant with two grants after it kept: %+v", l.Grants)
+		}
+	}
+	// A free entry whose next grant's time has passed: no grant can take
+	// it over (it would come after now); dropped, its slot is the next
+	// ask's. The first window keeps five calls.
+	five := Limits{Windows: []Window{{Length: time.Second, Count: 5}}, Tolerance: 50 * time.Millisecond}
+	var f Ledger
+	first5 := f.Reserve(t0, five, Ask{N: 1, Rules: RulesRefill, Caller: "x", MaxWait: MaxAhead})
+	f.Reserve(t0.Add(10*time.Millisecond), five, Ask{N: 3, Rules: RulesRefill, Caller: "y", MaxWait: MaxAhead})
+	f.ReleaseRules([]uint64{first5.Grants[0].ID}, five, RulesRefill)
+	for _, at := range []time.Duration{40 * time.Millisecond, 50 * time.Millisecond} {
+		ans := f.Reserve(t0.Add(at), five, Ask{N: 1, Rules: RulesRefill, Caller: "z", MaxWait: MaxAhead})
+		if len(ans.Grants) != 1 || !ans.Grants[0].At.Equal(t0.Add(at)) {
+			t.Errorf("ask at %v after the first grant was given back: %+v, want a grant then", at, ans)
+		}
+	}
+	mi := Limits{MinInterval: 100 * time.Millisecond, Tolerance: 50 * time.Millisecond}
+	var m Ledger
+	first := m.Reserve(t0, mi, Ask{N: 2, Rules: RulesRefill, Caller: "x", MaxWait: MaxAhead})
+	m.ReleaseRules([]uint64{first.Grants[0].ID}, mi, RulesRefill)
+	if len(m.Grants) != 1 || m.Grants[0].Free {
+		t.Errorf("under a minimum interval the given-back grant stays: %+v", m.Grants)
+	}
+}
+
+// TestRefillTakesAdjacentFreeEntries (RulesRefill): two slots given back
+// together (a late answer's two grants), with a grant of the next window
+// after them, are both taken over by the next ask, at its time — the
+// first window keeps its five calls.
+func TestRefillTakesAdjacentFreeEntries(t *testing.T) {
+	lim := Limits{Windows: []Window{{Length: time.Second, Count: 5}}, Tolerance: 50 * time.Millisecond, DailyQuota: 10000, Timezone: "Asia/Seoul"}
+	var l Ledger
+	ask := func(at time.Duration, c string, n int) Answer {
+		return l.Reserve(t0.Add(at), lim, Ask{N: n, Rules: RulesRefill, Caller: c, MaxWait: MaxAhead, Horizon: lim.Tolerance})
+	}
+	ask(0, "w1", 1)
+	ask(5*time.Millisecond, "w0", 1)
+	ask(8*time.Millisecond, "w2", 1)
+	late := ask(40*time.Millisecond, "w0", 4)
+	if next := ask(70*time.Millisecond, "w2", 6); len(late.Grants) != 2 || len(next.Grants) == 0 {
+		t.Fatalf("the first window's last two slots %+v, the next window's %+v", late.Grants, next.Grants)
+	}
+	l.ReleaseRules([]uint64{late.Grants[0].ID, late.Grants[1].ID}, lim, RulesRefill)
+	again := ask(100*time.Millisecond, "w0", 10)
+	if len(again.Grants) != 2 {
+		t.Fatalf("asked again after giving two slots back: %+v", again)
+	}
+	for _, g := range again.Grants {
+		if !g.At.Equal(t0.Add(100 * time.Millisecond)) {
+			t.Errorf("grant at %v after t0, want 100ms", g.At.Sub(t0))
+		}
 	}
 }

@@ -103,8 +103,15 @@ const (
 	// its acquire's return leg pushed late, and its lateness does not
 	// ratchet up from window to window.
 	RulesAhead = 6
+	// RulesRefill: RulesAhead, and a slot given back while grants after
+	// it were already given stays in the log as a free entry (Grant.Free)
+	// that a later ask may take over (at a time of its own, up to the
+	// next grant's), instead of being lost: grants only move forward, so
+	// before, no later grant could use it, and a batch whose calls fill
+	// every slot lost a whole window at its end for each such slot.
+	RulesRefill = 7
 	// RulesLatest is the generation a new limiter run follows.
-	RulesLatest = RulesAhead
+	RulesLatest = RulesRefill
 )
 
 // RuleSet is what one generation of ledger rules does.
@@ -131,6 +138,10 @@ type RuleSet struct {
 	// Ahead: a chaining caller's grants come with Answer.Ahead
 	// (RulesAhead); otherwise a grant is sent no earlier than its time.
 	Ahead bool
+	// Refill: a grant given back with later grants after it is kept as a
+	// free entry that a later ask may take over (RulesRefill); otherwise
+	// it is dropped from the log.
+	Refill bool
 }
 
 // ruleSets are the generations' rules, by generation. An entry never
@@ -146,6 +157,7 @@ var ruleSets = [...]RuleSet{
 	RulesWindow: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true},
 	RulesProbe:  {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true, ProbeYields: true},
 	RulesAhead:  {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true, ProbeYields: true, Ahead: true},
+	RulesRefill: {Priority: true, Chain: true, ChainMargin: ChainMargin, CallerLead: true, KeepUntil: true, Window: true, ProbeYields: true, Ahead: true, Refill: true},
 }
 
 // Rules returns the rules of generation gen (the latest for a generation
@@ -187,6 +199,11 @@ type Grant struct {
 	// Chain (RulesChain) is 1 + the index in Ledger.Chains of the caller
 	// the grant went to, when that caller chains its sends; 0 otherwise.
 	Chain uint32 `json:"chain,omitempty"`
+	// Free (RulesRefill) says the grant was given back: it is never sent,
+	// but keeps its place in the log, counted as if it might be, until an
+	// ask takes it over (Ledger.refill) or enough grants follow it that
+	// none can (then it is dropped, as a given-back grant was before).
+	Free bool `json:"free,omitempty"`
 }
 
 // Link is what a chained grant keeps of its caller's earlier sends: it
@@ -482,8 +499,31 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	if rules.Chain && ask.Chain && ask.Caller != "" {
 		chain = l.chainOf(ask.Caller)
 	}
+	if rules.Refill {
+		l.settle(now, lim)
+	}
 	var ans Answer
 	for range ask.N {
+		if rules.Refill && f >= 1 {
+			// A free entry first (RulesRefill): its slot lies before every
+			// new one.
+			p, h, ok := l.refillAt(maxTime(notBefore, l.PausedUntil), lim, full)
+			ok = ok && !h.After(now.Add(MaxAhead)) && (notAfter.IsZero() || !h.After(notAfter))
+			if ok && ask.Horizon > 0 && len(ans.Grants) > 0 && h.After(now.Add(ask.Horizon)) && !h.Equal(ans.Grants[0].At) {
+				ok = false
+			}
+			if ok {
+				gr := l.takeOver(p, h, tol, backfill, lim)
+				ans.Grants = append(ans.Grants, gr)
+				if chain != 0 {
+					// Counted by its latest send, as an unchained grant: it
+					// links to nothing, and nothing links to it.
+					ans.Links = append(ans.Links, nil)
+					ans.Ahead = append(ans.Ahead, 0)
+				}
+				continue
+			}
+		}
 		var links []Link
 		g := notBefore
 		if l.PausedUntil.After(g) {
@@ -645,6 +685,129 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 	return ans
 }
 
+// refillSpan is how many grants may follow a free entry for an ask to
+// take it over (RulesRefill): fewer than the smallest window count, so
+// that no grant after it counts it among the grants a window before it
+// (those it was spaced from); none with a minimum interval, whose spacing
+// is from the grant before. Zero: a given-back grant is dropped.
+func (l Limits) refillSpan() int {
+	if l.MinInterval > 0 || len(l.Windows) == 0 {
+		return 0
+	}
+	n := l.Windows[0].Count
+	for _, w := range l.Windows[1:] {
+		n = min(n, w.Count)
+	}
+	return n
+}
+
+// refillAt returns the free entry an ask may take over (RulesRefill) and
+// the time of the grant that takes it: of the free entries fewer than
+// refillSpan grants follow, the one whose grant is earliest. A grant that
+// takes over entry p is spaced as an unchained grant at p — after the
+// latest sends of the grants a window count before it, as the grant it
+// replaces was — no earlier than from and the grant before, and no later
+// than the grant after (the log stays ascending); its day's quota must
+// have room. Why that keeps every window: the grants after p were spaced
+// from grants a window count before them, none of which is p, so they do
+// not depend on when p is sent; a later ask counts p at its new latest
+// send (takeOver raises the running maximum).
+func (l *Ledger) refillAt(from time.Time, lim Limits, full func(day string) bool) (int, time.Time, bool) {
+	span := lim.refillSpan()
+	k := len(l.Grants)
+	best, bestAt := -1, time.Time{}
+	for p := k - 2; p >= 0 && k-1-p < span; p-- {
+		if !l.Grants[p].Free {
+			continue
+		}
+		h := from
+		if p > 0 {
+			h = maxTime(h, l.Grants[p-1].At)
+		}
+		for _, w := range lim.Windows {
+			switch {
+			case p >= w.Count:
+				h = maxTime(h, late(l.Grants[p-w.Count], lim).Add(w.Length+slack))
+			case l.Trimmed:
+				// The grants a window count before were trimmed: each was
+				// sent by the first kept grant's latest send.
+				h = maxTime(h, late(l.Grants[0], lim).Add(w.Length+slack))
+			}
+		}
+		if h.After(l.Grants[p+1].At) {
+			continue
+		}
+		if lim.DailyQuota > 0 && full(h.In(lim.Location()).Format(time.DateOnly)) {
+			continue
+		}
+		if best < 0 || h.Before(bestAt) {
+			best, bestAt = p, h
+		}
+	}
+	return best, bestAt, best >= 0
+}
+
+// takeOver replaces free entry p by a new grant at h (refillAt), counted
+// against its day, and raises the running maximum of the latest sends
+// (Grant.Late) after it.
+func (l *Ledger) takeOver(p int, h time.Time, tol time.Duration, backfill bool, lim Limits) Grant {
+	if lim.DailyQuota > 0 {
+		day := h.In(lim.Location()).Format(time.DateOnly)
+		l.setDay(day, l.day(day).Count+1)
+		if backfill {
+			l.setBackfill(day, l.day(day).Backfill+1)
+		}
+	}
+	l.NextID++
+	gr := Grant{ID: l.NextID, At: h.UTC(), Late: h.Add(tol).UTC(), Until: h.Add(tol).UTC(), Backfill: backfill}
+	if p > 0 {
+		gr.Late = maxTime(gr.Late, late(l.Grants[p-1], lim)).UTC()
+	}
+	l.Grants[p] = gr
+	for q := p + 1; q < len(l.Grants) && late(l.Grants[q], lim).Before(gr.Late); q++ {
+		l.Grants[q].Late = gr.Late
+	}
+	l.Granted++
+	return gr
+}
+
+// settle drops the free entries no ask can take over any more
+// (RulesRefill): the last grant of the log (the next grant takes its
+// place as a new one), one that refillSpan or more grants follow, and one
+// the time of whose next grant not free has passed (a grant that takes it
+// over comes after now, and no later than that). Dropping one only takes it out of the
+// windows of the grants after it, which it was never sent in, and lets
+// the grants to come use its slot, as dropping a given-back grant always
+// did. A trimmed log is kept at the largest window count, as Release
+// keeps it.
+func (l *Ledger) settle(now time.Time, lim Limits) {
+	span := lim.refillSpan()
+	keep := lim.maxLog()
+	for p := len(l.Grants) - 1; p >= 0; p-- {
+		if !l.Grants[p].Free {
+			continue
+		}
+		if after := len(l.Grants) - 1 - p; after > 0 && after < span && !l.nextTaken(p).Before(now) {
+			continue
+		}
+		if l.Trimmed && len(l.Grants) <= keep {
+			return
+		}
+		l.Grants = slices.Delete(l.Grants, p, p+1)
+	}
+}
+
+// nextTaken is the time of the first grant after entry p that is not
+// free (p is never the last: settle drops a last free entry).
+func (l *Ledger) nextTaken(p int) time.Time {
+	for q := p + 1; q < len(l.Grants); q++ {
+		if !l.Grants[q].Free {
+			return l.Grants[q].At
+		}
+	}
+	return l.Grants[len(l.Grants)-1].At
+}
+
 // maxTime returns the later of a and b.
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
@@ -787,7 +950,6 @@ func (l *Ledger) exhausted(next time.Time, day string, lim Limits, backfill bool
 // ignored too (the slot then stays wasted: safe). It returns how many
 // grants were released.
 func (l *Ledger) Release(ids []uint64, lim Limits) int {
-	loc := lim.Location()
 	keep := lim.maxLog()
 	n := 0
 	for _, id := range ids {
@@ -800,19 +962,53 @@ func (l *Ledger) Release(ids []uint64, lim Limits) int {
 		}
 		g := l.Grants[i]
 		l.Grants = append(l.Grants[:i], l.Grants[i+1:]...)
-		l.Released++
+		l.uncount(g, lim)
 		n++
-		if lim.DailyQuota > 0 {
-			day := g.At.In(loc).Format(time.DateOnly)
-			if c := l.day(day).Count; c > 0 {
-				l.setDay(day, c-1)
-			}
-			if c := l.day(day).Backfill; g.Backfill && c > 0 {
-				l.setBackfill(day, c-1)
-			}
-		}
 	}
 	return n
+}
+
+// ReleaseRules gives grants back by id under a generation of rules: as
+// Release, except that under RulesRefill a grant that grants follow (fewer
+// than Limits.refillSpan) is kept in the log as a free entry, never sent
+// and no longer counted against its day, which a later ask may take over
+// (Reserve). A free entry given back again changes nothing.
+func (l *Ledger) ReleaseRules(ids []uint64, lim Limits, gen int) int {
+	if !Rules(gen).Refill {
+		return l.Release(ids, lim)
+	}
+	span := lim.refillSpan()
+	n := 0
+	for _, id := range ids {
+		i := slices.IndexFunc(l.Grants, func(g Grant) bool { return g.ID == id })
+		if i < 0 || l.Grants[i].Free {
+			continue
+		}
+		if after := len(l.Grants) - 1 - i; after == 0 || after >= span {
+			n += l.Release([]uint64{id}, lim)
+			continue
+		}
+		l.Grants[i].Free = true
+		l.uncount(l.Grants[i], lim)
+		n++
+	}
+	return n
+}
+
+// uncount takes a given-back grant out of the counters and its day's
+// quota.
+func (l *Ledger) uncount(g Grant, lim Limits) {
+	l.Released++
+	if lim.DailyQuota == 0 {
+		return
+	}
+	day := g.At.In(lim.Location()).Format(time.DateOnly)
+	if c := l.day(day).Count; c > 0 {
+		l.setDay(day, c-1)
+	}
+	if c := l.day(day).Backfill; g.Backfill && c > 0 {
+		l.setBackfill(day, c-1)
+	}
 }
 
 // DayCount returns the grants counted against the provider-local day of t.

@@ -196,6 +196,11 @@ func run() error {
 	if err := recordWindowLimiter(ctx, lim); err != nil {
 		return err
 	}
+	// And one whose history holds a given-back slot taken over again
+	// (RulesRefill).
+	if err := recordRefillLimiter(ctx, lim); err != nil {
+		return err
+	}
 	// A token keeper: a lease, a recorded request, a token saved, a
 	// release, a second holder finding the token, a query.
 	if err := recordKeeper(ctx, kc); err != nil {
@@ -221,6 +226,7 @@ func run() error {
 		workflows.DailyWorkflowID(in.Date): "daily-ingest-revisions.json",
 		ratelimit.WorkflowID("fred/key"):   "scope-limiter.json",
 		ratelimit.WorkflowID(windowScope):  "scope-limiter-window.json",
+		ratelimit.WorkflowID(refillScope):  "scope-limiter-refill.json",
 		events.WorkflowID:                  "ops-events.json",
 		"record-refetch":                   "refetch.json",
 		"record-backfill":                  "backfill.json",
@@ -272,6 +278,36 @@ func recordWindowLimiter(ctx context.Context, lc *ratelimit.Client) error {
 		return fmt.Errorf("recording the window limiter: %w", err)
 	}
 	lc.Release(p)
+	return nil
+}
+
+// refillScope is the scope of the limiter recordRefillLimiter drives.
+const refillScope = "record/refill"
+
+// recordRefillLimiter drives a limiter of its own (three calls a second,
+// a tolerance of 50 ms) so that a given-back slot is taken over
+// (RulesRefill): three permits fill the first second, a fourth is granted
+// in the next, the third is given back, and a fifth ask takes its slot,
+// at once instead of after the fourth. None of the permits is sent.
+func recordRefillLimiter(ctx context.Context, lc *ratelimit.Client) error {
+	lim := ledger.Limits{Windows: []ledger.Window{{Length: time.Second, Count: 3}}, Tolerance: 50 * time.Millisecond}
+	var permits []ratelimit.Permit
+	for range 4 {
+		p, err := lc.Acquire(ctx, refillScope, lim, ratelimit.AcquireOptions{})
+		if err != nil {
+			return fmt.Errorf("recording the refill limiter: %w", err)
+		}
+		permits = append(permits, p)
+	}
+	lc.Release(permits[2])
+	p, err := lc.Acquire(ctx, refillScope, lim, ratelimit.AcquireOptions{})
+	if err != nil {
+		return fmt.Errorf("recording the refill limiter: %w", err)
+	}
+	if !p.At.Before(permits[3].At) {
+		return fmt.Errorf("recording the refill limiter: the given-back slot was not taken over: granted at %v, after the next second's grant at %v", p.At, permits[3].At)
+	}
+	lc.Release(append(permits[:2], permits[3], p)...)
 	return nil
 }
 
