@@ -201,8 +201,8 @@ type Grant struct {
 	Chain uint32 `json:"chain,omitempty"`
 	// Free (RulesRefill) says the grant was given back: it is never sent,
 	// but keeps its place in the log, counted as if it might be, until an
-	// ask takes it over (Ledger.refill) or enough grants follow it that
-	// none can (then it is dropped, as a given-back grant was before).
+	// ask takes it over (Ledger.refillAt, takeOver) or none can any more
+	// (Ledger.settle drops it then, as a given-back grant was before).
 	Free bool `json:"free,omitempty"`
 }
 
