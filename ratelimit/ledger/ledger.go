@@ -503,16 +503,18 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 		l.settle(now, lim)
 	}
 	var ans Answer
+	// beyondHorizon says a grant at g would end the answer: a later one
+	// than the answer's first burst, past the ask's horizon.
+	beyondHorizon := func(g time.Time) bool {
+		return ask.Horizon > 0 && len(ans.Grants) > 0 && g.After(now.Add(ask.Horizon)) && !g.Equal(ans.Grants[0].At)
+	}
 	for range ask.N {
 		if rules.Refill && f >= 1 {
 			// A free entry first (RulesRefill): its slot lies before every
 			// new one.
 			p, h, ok := l.refillAt(maxTime(notBefore, l.PausedUntil), lim, full)
 			ok = ok && !h.After(now.Add(MaxAhead)) && (notAfter.IsZero() || !h.After(notAfter))
-			if ok && ask.Horizon > 0 && len(ans.Grants) > 0 && h.After(now.Add(ask.Horizon)) && !h.Equal(ans.Grants[0].At) {
-				ok = false
-			}
-			if ok {
+			if ok && !beyondHorizon(h) {
 				gr := l.takeOver(p, h, tol, backfill, lim)
 				ans.Grants = append(ans.Grants, gr)
 				if chain != 0 {
@@ -632,15 +634,10 @@ func (l *Ledger) reserve(now time.Time, lim Limits, ask Ask) Answer {
 			}
 			return ans
 		}
-		if ask.Horizon > 0 && len(ans.Grants) > 0 && g.After(now.Add(ask.Horizon)) && !g.Equal(ans.Grants[0].At) {
+		if beyondHorizon(g) {
 			return ans
 		}
-		if lim.DailyQuota > 0 {
-			l.setDay(day, l.day(day).Count+1)
-			if backfill {
-				l.setBackfill(day, l.day(day).Backfill+1)
-			}
-		}
+		l.count(g, lim, backfill)
 		l.NextID++
 		gr := Grant{ID: l.NextID, At: g.UTC()}
 		if priority {
@@ -751,13 +748,7 @@ func (l *Ledger) refillAt(from time.Time, lim Limits, full func(day string) bool
 // against its day, and raises the running maximum of the latest sends
 // (Grant.Late) after it.
 func (l *Ledger) takeOver(p int, h time.Time, tol time.Duration, backfill bool, lim Limits) Grant {
-	if lim.DailyQuota > 0 {
-		day := h.In(lim.Location()).Format(time.DateOnly)
-		l.setDay(day, l.day(day).Count+1)
-		if backfill {
-			l.setBackfill(day, l.day(day).Backfill+1)
-		}
-	}
+	l.count(h, lim, backfill)
 	l.NextID++
 	gr := Grant{ID: l.NextID, At: h.UTC(), Late: h.Add(tol).UTC(), Until: h.Add(tol).UTC(), Backfill: backfill}
 	if p > 0 {
@@ -993,6 +984,19 @@ func (l *Ledger) ReleaseRules(ids []uint64, lim Limits, gen int) int {
 		n++
 	}
 	return n
+}
+
+// count counts a grant at g against its provider-local day's quota (and
+// the day's backfill share for a backfill grant), under a daily quota.
+func (l *Ledger) count(g time.Time, lim Limits, backfill bool) {
+	if lim.DailyQuota == 0 {
+		return
+	}
+	day := g.In(lim.Location()).Format(time.DateOnly)
+	l.setDay(day, l.day(day).Count+1)
+	if backfill {
+		l.setBackfill(day, l.day(day).Backfill+1)
+	}
 }
 
 // uncount takes a given-back grant out of the counters and its day's
