@@ -77,7 +77,15 @@ docs:
 ## e2e's build goes first: vet's race build runs at a lower priority
 ## (VET_NICE) until it is done, so that e2e's long, mostly idle tests start
 ## early and wait while the race tree compiles. A fresh clone on a quiet
-## 2-core machine: 20 min 44 s with both builds sharing the CPU evenly.
+## 2-core machine: 20 min 44 s with both builds sharing the CPU evenly;
+## 18 min 18 s and 26 min 11 s on two other such machines. On the slower
+## one the non-race build of cmd/sluice alone, modules downloaded and the
+## build cache empty, took 386 s (717 s of CPU): the Temporal server's
+## tree (≈ 1,860 packages, Kubernetes' and Google Cloud's clients among
+## them, which its worker service and archivers import) compiled twice is
+## most of make test's time. (e2e on a race-built sluice, to compile that
+## tree once, ran 313 s instead of 187 s and failed TestWorkerKilled and
+## TestDeploy on their timing.)
 test: pg-check
 	@$(MAKE) --no-print-directory -j6 -Oline VET_NICE='nice -n 10' test-e2e test-race lint
 
