@@ -130,6 +130,9 @@ type backfillFigures struct {
 	// simulator's and the driver's) spent from the backfill's start to its
 	// close.
 	serverCPU, workerCPU, simCPU time.Duration
+	// events and limiterEvents are the history events of every workflow
+	// run in the namespace, and of the scope limiters' runs.
+	events, limiterEvents int64
 }
 
 // BenchmarkBackfillDefaultRegistry runs the default registry's backfill
@@ -186,6 +189,8 @@ func BenchmarkBackfillDefaultRegistry(b *testing.B) {
 		b.ReportMetric(float64(f.serverCPU)/float64(time.Millisecond)/float64(f.calls), "server-cpu-ms/call")
 		b.ReportMetric(float64(f.workerCPU)/float64(time.Millisecond)/float64(f.calls), "worker-cpu-ms/call")
 		b.ReportMetric(float64(f.simCPU)/float64(time.Millisecond)/float64(f.calls), "sim-cpu-ms/call")
+		b.ReportMetric(float64(f.events)/float64(f.calls), "events/call")
+		b.ReportMetric(float64(f.limiterEvents)/float64(f.calls), "limiter-events/call")
 	}
 	printBackfillFigures(f)
 	if f.violations != 0 {
@@ -254,7 +259,9 @@ func runBackfillBench(b *testing.B, breg *registry.Registry, regDir string, scal
 		f.violations += s.Violations
 		f.tokenCalls += s.TokenRequests
 	}
-	f.maxHistory, f.maxHistoryID = c.longestHistory(ctx)
+	h := c.histories(ctx)
+	f.maxHistory, f.maxHistoryID = h.longest, h.longestID
+	f.events, f.limiterEvents = h.events, h.limiter
 	return f
 }
 
@@ -299,15 +306,29 @@ func (c *cluster) reportBackfill(ctx context.Context, id string, done <-chan str
 	}
 }
 
+// histories are the history lengths of every workflow run in a namespace.
+type histories struct {
+	longest   int64  // the longest history
+	longestID string // its workflow id
+	events    int64  // every run's events together
+	limiter   int64  // the scope limiters' runs' events together
+}
+
 // longestHistory lists every workflow run in the cluster's namespace, open
 // or closed (a continued run is a closed one), and returns the longest
 // history and its workflow id.
 func (c *cluster) longestHistory(ctx context.Context) (int64, string) {
+	h := c.histories(ctx)
+	return h.longest, h.longestID
+}
+
+// histories lists every workflow run in the cluster's namespace, open or
+// closed, and adds up their history lengths.
+func (c *cluster) histories(ctx context.Context) histories {
 	c.t.Helper()
 	var (
-		longest int64
-		id      string
-		token   []byte
+		h     histories
+		token []byte
 	)
 	for {
 		resp, err := c.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: c.ns, PageSize: 1000, NextPageToken: token})
@@ -315,12 +336,17 @@ func (c *cluster) longestHistory(ctx context.Context) (int64, string) {
 			c.t.Fatalf("listing the workflows of %s: %v", c.ns, err)
 		}
 		for _, e := range resp.GetExecutions() {
-			if n := e.GetHistoryLength(); n > longest {
-				longest, id = n, e.GetExecution().GetWorkflowId()
+			n := e.GetHistoryLength()
+			h.events += n
+			if e.GetType().GetName() == ratelimit.WorkflowName {
+				h.limiter += n
+			}
+			if n > h.longest {
+				h.longest, h.longestID = n, e.GetExecution().GetWorkflowId()
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return longest, id
+			return h
 		}
 	}
 }
@@ -428,6 +454,8 @@ func printBackfillFigures(f backfillFigures) {
 		}{{"Temporal server", f.serverCPU}, {"worker", f.workerCPU}, {"simulator and driver", f.simCPU}} {
 			fmt.Fprintf(w, "CPU of the %s\t%s (%.2f cores, %.1f ms a call)\t\n", p.name, p.cpu.Round(time.Second), cores(p.cpu), perCall(p.cpu))
 		}
+		fmt.Fprintf(w, "history events, all workflows (scope limiters)\t%d (%d): %.1f (%.1f) a call\t\n",
+			f.events, f.limiterEvents, float64(f.events)/float64(f.calls), float64(f.limiterEvents)/float64(f.calls))
 	}
 	_ = w.Flush()
 }
