@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/sluicehq/sluice/ratelimit/ledger"
@@ -75,6 +76,17 @@ type sendRecord struct {
 	// chained says the grant was asked for chained: only such grants are
 	// named by links.
 	chained bool
+	// latest, in a settled record (batcher.settled), is the latest anchor
+	// of the sent chained records up to and including this one, zero when
+	// none.
+	latest time.Time
+}
+
+// final reports whether nothing can change what the record tells a link:
+// it was not chained (links do not count it), was never sent, or its
+// round trip ended.
+func (r *sendRecord) final() bool {
+	return !r.chained || r.state == sendDropped || r.state == sendAnswered || r.state == sendDone
 }
 
 // anchor is the latest moment the provider counted (or may yet count) the
@@ -130,15 +142,81 @@ func (c *Client) recordSends(b *batcher, permits []Permit, chained []bool, now t
 		old++
 	}
 	b.sends = b.sends[old:]
+	if old > 0 {
+		// The settled records' latest anchors counted the forgotten
+		// ones: settle again from the first (settleSends).
+		b.settled = 0
+	}
 	for i, p := range permits {
 		if k := len(b.sends); k > 0 && b.sends[k-1].id >= p.GrantID {
 			// Ids only grow within a ledger; a smaller one comes from a
 			// ledger started afresh, whose links name none of the old
 			// grants.
-			b.sends = b.sends[:0]
+			b.sends, b.settled = b.sends[:0], 0
 		}
 		b.sends = append(b.sends, sendRecord{id: p.GrantID, deadline: p.Deadline, chained: chained[i]})
 	}
+}
+
+// settleSends extends the batcher's settled records over every final
+// record that follows them, so that a link need not look at them one by
+// one again (Ready wakes each of its callers at every change of a send,
+// and a scope at full rate holds hundreds of records); c.mu held.
+func (b *batcher) settleSends() {
+	var latest time.Time
+	if b.settled > 0 {
+		latest = b.sends[b.settled-1].latest
+	}
+	for b.settled < len(b.sends) {
+		r := &b.sends[b.settled]
+		if !r.final() {
+			return
+		}
+		if r.chained {
+			// anchor's answer for a final record depends on no clock.
+			if t, _, sent := r.anchor(time.Time{}); sent && t.After(latest) {
+				latest = t
+			}
+		}
+		r.latest = latest
+		b.settled++
+	}
+}
+
+// linkAt is what the process's own sends say of link l at now: the
+// earliest moment it allows the call (zero: no constraint), whether a send
+// it waits for is not known yet, and the earliest deadline of such a send
+// still handed out (zero: none). c.mu held.
+func (b *batcher) linkAt(l ledger.Link, now time.Time) (at time.Time, pending bool, next time.Time) {
+	b.settleSends()
+	// The records up to the link's id: the settled ones in one step, the
+	// others one by one.
+	end := sort.Search(len(b.sends), func(i int) bool { return b.sends[i].id > l.ID })
+	start := min(b.settled, end)
+	if start > 0 {
+		if t := b.sends[start-1].latest; !t.IsZero() {
+			at = t.Add(l.Gap)
+		}
+	}
+	for i := start; i < end; i++ {
+		r := &b.sends[i]
+		if !r.chained {
+			continue // counted by the limiter at its latest send
+		}
+		t, wait, sent := r.anchor(now)
+		switch {
+		case wait:
+			pending = true
+			if r.state == sendHanded && (next.IsZero() || r.deadline.Before(next)) {
+				next = r.deadline
+			}
+		case sent:
+			if t = t.Add(l.Gap); t.After(at) {
+				at = t
+			}
+		}
+	}
+	return at, pending, next
 }
 
 // sendChanged wakes the callers waiting in Ready; c.mu held.
@@ -181,26 +259,13 @@ func (c *Client) ready(ctx context.Context, permits []Permit) error {
 			}
 			b := c.batcher(p.Scope)
 			for _, l := range p.Links {
-				for i := range b.sends {
-					r := &b.sends[i]
-					if r.id > l.ID {
-						break
-					}
-					if !r.chained {
-						continue // counted by the limiter at its latest send
-					}
-					t, wait, sent := r.anchor(now)
-					switch {
-					case wait:
-						pending = true
-						if r.state == sendHanded && (next.IsZero() || r.deadline.Before(next)) {
-							next = r.deadline
-						}
-					case sent:
-						if t = t.Add(l.Gap); t.After(at) {
-							at = t
-						}
-					}
+				t, wait, dl := b.linkAt(l, now)
+				if t.After(at) {
+					at = t
+				}
+				pending = pending || wait
+				if !dl.IsZero() && (next.IsZero() || dl.Before(next)) {
+					next = dl
 				}
 			}
 		}

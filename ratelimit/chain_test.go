@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"math/rand"
 	"testing"
 	"time"
 
@@ -268,5 +269,109 @@ func TestReadyIgnoresGrantsTheLedgerDidNotChain(t *testing.T) {
 	defer cancel()
 	if err := c.Ready(ctx, []Permit{p}); err != nil {
 		t.Fatalf("a permit linked past an unchained grant not sent yet: %v", err)
+	}
+}
+
+// scanLink is Ready's rule for one link, read off every record as the
+// client did before settled records (batcher.settleSends): the latest
+// anchor plus the gap of the chained records up to the link's id that were
+// sent, whether one of them is not known yet, and the earliest deadline
+// of such a record still handed out.
+func scanLink(b *batcher, l ledger.Link, now time.Time) (at time.Time, pending bool, next time.Time) {
+	for i := range b.sends {
+		r := &b.sends[i]
+		if r.id > l.ID {
+			break
+		}
+		if !r.chained {
+			continue
+		}
+		t, wait, sent := r.anchor(now)
+		switch {
+		case wait:
+			pending = true
+			if r.state == sendHanded && (next.IsZero() || r.deadline.Before(next)) {
+				next = r.deadline
+			}
+		case sent:
+			if t = t.Add(l.Gap); t.After(at) {
+				at = t
+			}
+		}
+	}
+	return at, pending, next
+}
+
+// TestLinkAtMatchesAScanOfEveryRecord: what linkAt tells of a link, with
+// the settled records taken in one step, is what a scan of every record
+// tells, through grants handed out, sent, answered, given back, forgotten
+// and a ledger started afresh. It fails if a record whose state can still
+// change is settled (a handed-out grant past its deadline, say: "pending"
+// or "at" differ), if settling skips the record at the link's id, or if
+// forgetting records keeps a settled latest that counted them.
+func TestLinkAtMatchesAScanOfEveryRecord(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		c := &Client{scopes: map[string]*batcher{}}
+		b := c.batcher("s")
+		t0 := time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC)
+		now := t0
+		id := uint64(0)
+		settledSeen := 0
+		for step := 0; step < 600; step++ {
+			// Up to a second a step: records are forgotten (keepSends)
+			// from the third hundred steps on.
+			now = now.Add(time.Duration(rng.Intn(1000)) * time.Millisecond)
+			switch op := rng.Intn(10); {
+			case op < 3: // an answer: a few permits handed out
+				if rng.Intn(40) == 0 {
+					id = uint64(rng.Intn(3)) // a ledger started afresh
+				}
+				var ps []Permit
+				var chained []bool
+				for n := 1 + rng.Intn(4); n > 0; n-- {
+					id += 1 + uint64(rng.Intn(2))
+					ps = append(ps, Permit{Scope: "s", GrantID: id, Deadline: now.Add(time.Duration(rng.Intn(2000)) * time.Millisecond)})
+					chained = append(chained, rng.Intn(5) > 0)
+				}
+				c.recordSends(b, ps, chained, now)
+			case op == 3 && len(b.sends) > 0: // given back
+				r := &b.sends[rng.Intn(len(b.sends))]
+				if r.state == sendHanded {
+					r.state = sendDropped
+				}
+			case len(b.sends) > 0: // a send moves on
+				r := &b.sends[rng.Intn(len(b.sends))]
+				switch r.state {
+				case sendHanded:
+					if now.After(r.deadline) {
+						r.state = sendDropped
+					} else {
+						r.state, r.at = sendLeaving, now
+					}
+				case sendLeaving:
+					r.state, r.at = []sendState{sendWrote, sendDone}[rng.Intn(2)], now
+				case sendWrote:
+					r.state, r.done = sendAnswered, now
+				}
+			}
+			if len(b.sends) == 0 {
+				continue
+			}
+			for k := 0; k < 3; k++ {
+				l := ledger.Link{ID: b.sends[rng.Intn(len(b.sends))].id + uint64(rng.Intn(3)) - 1, Gap: time.Duration(rng.Intn(200)) * time.Millisecond}
+				at := now.Add(time.Duration(rng.Intn(3000)) * time.Millisecond)
+				wantAt, wantPending, wantNext := scanLink(b, l, at)
+				gotAt, gotPending, gotNext := b.linkAt(l, at)
+				if !gotAt.Equal(wantAt) || gotPending != wantPending || !gotNext.Equal(wantNext) {
+					t.Fatalf("seed %d step %d: link %+v at %s over %d records (%d settled): linkAt (%s, %v, %s), scan (%s, %v, %s)",
+						seed, step, l, at.Sub(t0), len(b.sends), b.settled, gotAt.Sub(t0), gotPending, gotNext.Sub(t0), wantAt.Sub(t0), wantPending, wantNext.Sub(t0))
+				}
+				settledSeen += b.settled
+			}
+		}
+		if settledSeen == 0 {
+			t.Fatalf("seed %d: no record was ever settled: the fast path went untested", seed)
+		}
 	}
 }

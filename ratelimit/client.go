@@ -305,7 +305,10 @@ type batcher struct {
 	fit   bool // ClientOptions.FitTolerance
 	// sends are this process's grants of the scope (RulesChain), by
 	// ascending id: what its later grants' links are measured from.
-	sends []sendRecord
+	// settled counts the leading records whose anchor can no longer
+	// change (settleSends), each carrying the latest anchor up to it.
+	sends   []sendRecord
+	settled int
 	// roundTrips are the scope's recent round trips (write to answer).
 	roundTrips roundTrips
 	// recoverMu serializes this process's recoveries of the scope (the
