@@ -314,14 +314,6 @@ type histories struct {
 	limiter   int64  // the scope limiters' runs' events together
 }
 
-// longestHistory lists every workflow run in the cluster's namespace, open
-// or closed (a continued run is a closed one), and returns the longest
-// history and its workflow id.
-func (c *cluster) longestHistory(ctx context.Context) (int64, string) {
-	h := c.histories(ctx)
-	return h.longest, h.longestID
-}
-
 // histories lists every workflow run in the cluster's namespace, open or
 // closed, and adds up their history lengths.
 func (c *cluster) histories(ctx context.Context) histories {

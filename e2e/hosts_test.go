@@ -534,11 +534,11 @@ func TestAcrossHosts(t *testing.T) {
 		return err == nil && len(resp.GetExecutions()) > 0
 	})
 
-	longest, longestID := c.longestHistory(ctx)
+	h := c.histories(ctx)
 	t.Logf("across hosts: %d violations; backfill %d chunks (%d objects, all verified) in %s, bound %s: makespan ÷ bound %.2f; daily %d datasets (%d ok, %d no data, %d failed); %d KIS token requests; %d schedules, %d watches running; longest history %d events (%s); backfill reported %d, parent runs %d; server takeover after the node kill %s",
 		violations, bres.Counts.Total, chunks, makespan.Round(100*time.Millisecond), bound.Totals.Makespan.Round(100*time.Millisecond),
 		float64(makespan)/float64(bound.Totals.Makespan), len(res.Results), res.Succeeded, res.NoData, res.Failed, tokenRequests,
-		len(entries), len(watches), longest, longestID, bres.MaxHistory, bres.Runs, takeover.Round(time.Millisecond))
+		len(entries), len(watches), h.longest, h.longestID, bres.MaxHistory, bres.Runs, takeover.Round(time.Millisecond))
 }
 
 // countKept counts the sync steps that keep a watch as it is.
