@@ -186,20 +186,31 @@ func (b *batcher) settleSends() {
 // linkAt is what the process's own sends say of link l at now: the
 // earliest moment it allows the call (zero: no constraint), whether a send
 // it waits for is not known yet, and the earliest deadline of such a send
-// still handed out (zero: none). c.mu held.
+// still handed out (zero: none). The settled records up to the link's id
+// count in one step, the others one by one. c.mu held.
 func (b *batcher) linkAt(l ledger.Link, now time.Time) (at time.Time, pending bool, next time.Time) {
 	b.settleSends()
-	// The records up to the link's id: the settled ones in one step, the
-	// others one by one.
 	end := sort.Search(len(b.sends), func(i int) bool { return b.sends[i].id > l.ID })
 	start := min(b.settled, end)
+	at, pending, next = scanSends(b.sends[start:end], l, now)
 	if start > 0 {
-		if t := b.sends[start-1].latest; !t.IsZero() {
+		if t := b.sends[start-1].latest; !t.IsZero() && t.Add(l.Gap).After(at) {
 			at = t.Add(l.Gap)
 		}
 	}
-	for i := start; i < end; i++ {
-		r := &b.sends[i]
+	return at, pending, next
+}
+
+// scanSends reads link l off each of sends, by ascending id, up to the
+// link's id: the latest anchor plus the gap of the chained records that
+// were sent, whether one is not known yet, and the earliest deadline of
+// such a record still handed out.
+func scanSends(sends []sendRecord, l ledger.Link, now time.Time) (at time.Time, pending bool, next time.Time) {
+	for i := range sends {
+		r := &sends[i]
+		if r.id > l.ID {
+			break
+		}
 		if !r.chained {
 			continue // counted by the limiter at its latest send
 		}

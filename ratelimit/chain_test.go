@@ -272,38 +272,9 @@ func TestReadyIgnoresGrantsTheLedgerDidNotChain(t *testing.T) {
 	}
 }
 
-// scanLink is Ready's rule for one link, read off every record as the
-// client did before settled records (batcher.settleSends): the latest
-// anchor plus the gap of the chained records up to the link's id that were
-// sent, whether one of them is not known yet, and the earliest deadline
-// of such a record still handed out.
-func scanLink(b *batcher, l ledger.Link, now time.Time) (at time.Time, pending bool, next time.Time) {
-	for i := range b.sends {
-		r := &b.sends[i]
-		if r.id > l.ID {
-			break
-		}
-		if !r.chained {
-			continue
-		}
-		t, wait, sent := r.anchor(now)
-		switch {
-		case wait:
-			pending = true
-			if r.state == sendHanded && (next.IsZero() || r.deadline.Before(next)) {
-				next = r.deadline
-			}
-		case sent:
-			if t = t.Add(l.Gap); t.After(at) {
-				at = t
-			}
-		}
-	}
-	return at, pending, next
-}
-
 // TestLinkAtMatchesAScanOfEveryRecord: what linkAt tells of a link, with
 // the settled records taken in one step, is what a scan of every record
+// (scanSends over them all, as Ready read them before settled records)
 // tells, through grants handed out, sent, answered, given back, forgotten
 // and a ledger started afresh. It fails if a record whose state can still
 // change is settled (a handed-out grant past its deadline, say: "pending"
@@ -361,7 +332,7 @@ func TestLinkAtMatchesAScanOfEveryRecord(t *testing.T) {
 			for k := 0; k < 3; k++ {
 				l := ledger.Link{ID: b.sends[rng.Intn(len(b.sends))].id + uint64(rng.Intn(3)) - 1, Gap: time.Duration(rng.Intn(200)) * time.Millisecond}
 				at := now.Add(time.Duration(rng.Intn(3000)) * time.Millisecond)
-				wantAt, wantPending, wantNext := scanLink(b, l, at)
+				wantAt, wantPending, wantNext := scanSends(b.sends, l, at)
 				gotAt, gotPending, gotNext := b.linkAt(l, at)
 				if !gotAt.Equal(wantAt) || gotPending != wantPending || !gotNext.Equal(wantNext) {
 					t.Fatalf("seed %d step %d: link %+v at %s over %d records (%d settled): linkAt (%s, %v, %s), scan (%s, %v, %s)",
